@@ -1,0 +1,3 @@
+//! The `lionrt` command line.
+
+fn main() {}

@@ -1,0 +1,5 @@
+//! Maintainer tasks: `cargo xtask <task>`.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}
