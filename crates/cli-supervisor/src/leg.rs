@@ -1,0 +1,489 @@
+//! A running leg: spawn, stream, end, and the Drop backstop.
+
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::panic::AssertUnwindSafe;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::env::EnvPolicy;
+use crate::error::{Error, Result};
+use crate::guard::{ChildState, GroupSignal, OsSignaller, SignalOutcome, signal_group_on_evidence};
+use crate::ndjson::{Event, LineDecoder};
+use crate::pidfd::PidFd;
+use crate::proc::{ProcTable, ProcessTable, SpawnedProcess, observe_spawned};
+use crate::spec::{LegSpec, StdinPolicy, Watchdogs};
+
+/// How long teardown waits for the group to empty after SIGKILL.
+const KILL_SETTLE: Duration = Duration::from_secs(5);
+/// How long a finished leg waits for the stderr reader to reach end of file.
+const STDERR_SETTLE: Duration = Duration::from_secs(1);
+/// The stdout read buffer size.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A spawned leg: its own process group, its stdout as [`Event`]s, and a
+/// teardown that leaves nothing of the group running.
+///
+/// Dropping a `Leg` whose teardown did not complete (including dropping a
+/// future that owns it at any await point) runs a synchronous SIGKILL
+/// backstop under the same evidence rule as [`Leg::end`].
+#[derive(Debug)]
+pub struct Leg {
+    child: Child,
+    record: SpawnedProcess,
+    pidfd: Option<PidFd>,
+    reaped: Option<ExitStatus>,
+    ended: bool,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    stderr_tail: Arc<Mutex<VecDeque<u8>>>,
+    stderr_task: Option<JoinHandle<()>>,
+    stderr_tail_len: usize,
+    decoder: LineDecoder,
+    pending: VecDeque<Event>,
+    buf: Box<[u8]>,
+    watchdogs: Watchdogs,
+    spawned_at: Instant,
+    last_output: Option<Instant>,
+    grace: Duration,
+    teardown: Option<Teardown>,
+}
+
+/// What teardown did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Teardown {
+    /// The SIGTERM pass, if one was needed.
+    pub term: Option<SignalOutcome>,
+    /// The SIGKILL pass, if one was needed.
+    pub kill: Option<SignalOutcome>,
+    /// Live group members still seen after teardown gave up waiting.
+    pub survivors: Vec<i32>,
+}
+
+/// How a leg ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct LegExit {
+    /// The direct child's exit status.
+    pub status: ExitStatus,
+    /// The last bytes the leg wrote to stderr (bounded).
+    pub stderr_tail: Vec<u8>,
+    /// The spawn record.
+    pub record: SpawnedProcess,
+    /// What ending the group took.
+    pub teardown: Teardown,
+}
+
+impl Leg {
+    /// Spawns a leg in its own process group and, if the spec has one,
+    /// drives `on_spawn` to completion before returning (and so before any
+    /// output is read).
+    ///
+    /// Creating the child is synchronous, so there is no await point
+    /// between the OS creating it and this function holding its handle; from
+    /// then on the handle's Drop backstop covers every cancellation. If
+    /// `on_spawn` fails the group is ended and the error returned; if it
+    /// panics the group is ended and the panic resumed.
+    pub async fn spawn(mut spec: LegSpec) -> Result<Self> {
+        let Some(program) = spec.argv.first() else {
+            return Err(Error::EmptyArgv);
+        };
+        let mut command = Command::new(program);
+        command
+            .args(&spec.argv[1..])
+            .process_group(0)
+            .stdin(match spec.stdin {
+                StdinPolicy::Null => Stdio::null(),
+                StdinPolicy::Inherit => Stdio::inherit(),
+                StdinPolicy::Piped => Stdio::piped(),
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(false);
+        if let Some(cwd) = &spec.cwd {
+            command.current_dir(cwd);
+        }
+        if let EnvPolicy::Explicit(env) = &spec.env {
+            command.env_clear();
+            command.envs(env.iter());
+        }
+        let mut child = command.spawn().map_err(|source| Error::Spawn {
+            program: program.to_string_lossy().into_owned(),
+            source,
+        })?;
+        let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
+            // Tokio only forgets the id after reaping, which cannot have
+            // happened yet; treat it as a spawn failure all the same.
+            return Err(Error::Spawn {
+                program: program.to_string_lossy().into_owned(),
+                source: std::io::Error::other("child id unavailable after spawn"),
+            });
+        };
+        // The pidfd is opened while the child is unreaped, so it refers to
+        // this child and can never reach a recycled pid.
+        let pidfd = PidFd::open(pid);
+        let record = observe_spawned(&ProcTable, pid);
+        let watchdogs = spec.effective_watchdogs();
+        let mut leg = Self {
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+            child,
+            record,
+            pidfd,
+            reaped: None,
+            ended: false,
+            stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
+            stderr_task: None,
+            stderr_tail_len: spec.stderr_tail_len,
+            decoder: LineDecoder::new(spec.max_line_len),
+            pending: VecDeque::new(),
+            buf: vec![0; READ_CHUNK].into_boxed_slice(),
+            watchdogs,
+            spawned_at: Instant::now(),
+            last_output: None,
+            grace: spec.grace,
+            teardown: None,
+        };
+        tracing::info!(pid, create_time = ?record.create_time, "leg spawned");
+        if let Some(on_spawn) = spec.on_spawn.take() {
+            let mut recording = on_spawn.start(record);
+            let outcome = poll_fn(|cx| {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| recording.as_mut().poll(cx))) {
+                    Ok(Poll::Pending) => Poll::Pending,
+                    Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
+                    Err(panic) => Poll::Ready(Err(panic)),
+                }
+            })
+            .await;
+            match outcome {
+                Ok(Ok(())) => {}
+                Ok(Err(source)) => {
+                    tracing::warn!(pid, "on_spawn failed; ending the leg");
+                    leg.end_child_group().await;
+                    return Err(Error::OnSpawn { source });
+                }
+                Err(panic) => {
+                    tracing::warn!(pid, "on_spawn panicked; ending the leg");
+                    leg.end_child_group().await;
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+        leg.start_stderr_reader();
+        Ok(leg)
+    }
+
+    /// The spawn record (the same value `on_spawn` received).
+    pub fn record(&self) -> SpawnedProcess {
+        self.record
+    }
+
+    /// The watchdogs in force for this leg.
+    pub fn watchdogs(&self) -> Watchdogs {
+        self.watchdogs
+    }
+
+    /// The child's stdin, when the spec asked for [`StdinPolicy::Piped`].
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// The last stderr bytes read so far (bounded by the spec's tail length).
+    pub fn stderr_tail(&self) -> Vec<u8> {
+        snapshot(&self.stderr_tail)
+    }
+
+    /// The next stdout event, or `None` at end of stdout.
+    ///
+    /// When a watchdog fires the leg's group is ended first and the
+    /// timeout returned. Cancelling this future loses no bytes.
+    pub async fn next_event(&mut self) -> Result<Option<Event>> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(Some(event));
+            }
+            let Some(stdout) = self.stdout.as_mut() else {
+                return Ok(None);
+            };
+            let deadline = match self.last_output {
+                None => self
+                    .watchdogs
+                    .first_output
+                    .map(|after| (self.spawned_at + after, WatchdogKind::FirstOutput(after))),
+                Some(last) => self
+                    .watchdogs
+                    .idle
+                    .map(|after| (last + after, WatchdogKind::Idle(after))),
+            };
+            let read = match deadline {
+                None => stdout.read(&mut self.buf).await,
+                Some((at, kind)) => {
+                    match tokio::time::timeout_at(at, stdout.read(&mut self.buf)).await {
+                        Ok(read) => read,
+                        Err(_) => {
+                            tracing::warn!(
+                                pid = self.record.pid,
+                                ?kind,
+                                "watchdog fired; ending the leg"
+                            );
+                            self.end_child_group().await;
+                            return Err(kind.into_error());
+                        }
+                    }
+                }
+            };
+            match read {
+                Ok(0) => {
+                    self.stdout = None;
+                    self.decoder.finish(&mut self.pending);
+                }
+                Ok(n) => {
+                    self.last_output = Some(Instant::now());
+                    self.decoder.push(&self.buf[..n], &mut self.pending);
+                }
+                Err(source) => return Err(Error::Io { source }),
+            }
+        }
+    }
+
+    /// Waits for the leg to exit on its own, then ends anything still in its
+    /// group (a descendant left behind by an exiting leader is ended too).
+    ///
+    /// Read events until `None` first: unread stdout is closed here, so a
+    /// child still writing gets a broken pipe rather than blocking forever.
+    pub async fn wait(mut self) -> Result<LegExit> {
+        self.stdout = None;
+        self.wait_leader_exit().await;
+        self.finish().await
+    }
+
+    /// Ends the leg now: SIGTERM to the group, the grace period, then
+    /// SIGKILL to anyone still in it; every signal under the evidence rule.
+    pub async fn end(mut self) -> Result<LegExit> {
+        self.finish().await
+    }
+
+    async fn finish(&mut self) -> Result<LegExit> {
+        let teardown = self.end_child_group().await;
+        let status = match self.reaped {
+            Some(status) => status,
+            None => {
+                return Err(Error::Io {
+                    source: std::io::Error::other("leg exit status unavailable"),
+                });
+            }
+        };
+        if let Some(task) = self.stderr_task.as_mut() {
+            let _ = tokio::time::timeout(STDERR_SETTLE, task).await;
+        }
+        Ok(LegExit {
+            status,
+            stderr_tail: snapshot(&self.stderr_tail),
+            record: self.record,
+            teardown,
+        })
+    }
+
+    /// The single teardown routine every path uses. Idempotent.
+    async fn end_child_group(&mut self) -> Teardown {
+        if let Some(done) = &self.teardown {
+            return done.clone();
+        }
+        let table = ProcTable;
+        let signaller = OsSignaller;
+        let pgid = self.record.pgid;
+        let mut report = Teardown::default();
+        if self.reaped.is_none() {
+            // While the leader is unreaped (a zombie at worst) the group id
+            // is pinned: every signal below rests on that evidence.
+            let scan = table.scan_group(pgid);
+            let quiet = self.leader_exited() && scan.live.is_empty() && scan.complete;
+            if !quiet {
+                report.term = Some(signal_group_on_evidence(
+                    &table,
+                    &signaller,
+                    pgid,
+                    ChildState::Unreaped,
+                    GroupSignal::Term,
+                ));
+                self.signal_leader(GroupSignal::Term);
+                let deadline = Instant::now() + self.grace;
+                if !self.wait_group_quiet(deadline).await {
+                    report.kill = Some(signal_group_on_evidence(
+                        &table,
+                        &signaller,
+                        pgid,
+                        ChildState::Unreaped,
+                        GroupSignal::Kill,
+                    ));
+                    self.signal_leader(GroupSignal::Kill);
+                    self.wait_group_quiet(Instant::now() + KILL_SETTLE).await;
+                }
+            }
+            report.survivors = table.scan_group(pgid).live;
+            match self.child.wait().await {
+                Ok(status) => self.reaped = Some(status),
+                Err(error) => {
+                    tracing::warn!(pid = self.record.pid, kind = ?error.kind(), "reaping the leg failed");
+                }
+            }
+        } else {
+            report.kill = Some(signal_group_on_evidence(
+                &table,
+                &signaller,
+                pgid,
+                ChildState::Reaped,
+                GroupSignal::Kill,
+            ));
+        }
+        if !report.survivors.is_empty() {
+            tracing::warn!(pgid, survivors = ?report.survivors, "group members survived SIGKILL");
+        }
+        tracing::info!(pid = self.record.pid, status = ?self.reaped, "leg ended");
+        self.ended = true;
+        self.teardown = Some(report.clone());
+        report
+    }
+
+    /// Whether the direct child has exited, without reaping it.
+    fn leader_exited(&self) -> bool {
+        if self.reaped.is_some() {
+            return true;
+        }
+        if let Some(fd) = &self.pidfd {
+            return fd.exited();
+        }
+        let Some(pid) = rustix::process::Pid::from_raw(self.record.pid) else {
+            return false;
+        };
+        let options = rustix::process::WaitIdOptions::EXITED
+            | rustix::process::WaitIdOptions::NOWAIT
+            | rustix::process::WaitIdOptions::NOHANG;
+        matches!(
+            rustix::process::waitid(rustix::process::WaitId::Pid(pid), options),
+            Ok(Some(_))
+        )
+    }
+
+    async fn wait_leader_exit(&mut self) {
+        if let Some(fd) = &self.pidfd {
+            fd.wait_exit().await;
+            return;
+        }
+        while !self.leader_exited() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Polls until the leader has exited and the group has no live member
+    /// (proven by a complete scan), or the deadline passes.
+    async fn wait_group_quiet(&mut self, deadline: Instant) -> bool {
+        let mut interval = Duration::from_millis(1);
+        loop {
+            let scan = ProcTable.scan_group(self.record.pgid);
+            if self.leader_exited() && scan.live.is_empty() && scan.complete {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            tokio::time::sleep(interval.min(deadline - now)).await;
+            interval = (interval * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// Signals the direct child through its pidfd, which cannot reach a
+    /// recycled pid; this also reaches a leader that left its own group.
+    fn signal_leader(&self, signal: GroupSignal) {
+        if let Some(fd) = &self.pidfd {
+            fd.signal(signal);
+        }
+    }
+
+    fn start_stderr_reader(&mut self) {
+        let Some(mut stderr) = self.stderr.take() else {
+            return;
+        };
+        let tail = Arc::clone(&self.stderr_tail);
+        let limit = self.stderr_tail_len;
+        self.stderr_task = Some(tokio::spawn(async move {
+            let mut chunk = vec![0u8; 8 * 1024];
+            loop {
+                match stderr.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        let Ok(mut tail) = tail.lock() else { return };
+                        tail.extend(&chunk[..n]);
+                        let excess = tail.len().saturating_sub(limit);
+                        tail.drain(..excess);
+                    }
+                }
+            }
+        }));
+    }
+}
+
+impl Drop for Leg {
+    fn drop(&mut self) {
+        if let Some(task) = &self.stderr_task {
+            task.abort();
+        }
+        if self.ended {
+            return;
+        }
+        // The backstop: no await, so nothing can interpose. Same evidence
+        // rule as the graceful pass: an unreaped leader pins the group id; a
+        // reaped one needs a live member.
+        let state = if self.reaped.is_some() {
+            ChildState::Reaped
+        } else {
+            ChildState::Unreaped
+        };
+        let outcome = signal_group_on_evidence(
+            &ProcTable,
+            &OsSignaller,
+            self.record.pgid,
+            state,
+            GroupSignal::Kill,
+        );
+        self.signal_leader(GroupSignal::Kill);
+        tracing::info!(
+            pid = self.record.pid,
+            ?outcome,
+            "leg dropped before teardown completed; backstop ran"
+        );
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum WatchdogKind {
+    FirstOutput(Duration),
+    Idle(Duration),
+}
+
+impl WatchdogKind {
+    fn into_error(self) -> Error {
+        match self {
+            Self::FirstOutput(after) => Error::FirstOutputTimeout { after },
+            Self::Idle(after) => Error::IdleTimeout { after },
+        }
+    }
+}
+
+fn snapshot(tail: &Mutex<VecDeque<u8>>) -> Vec<u8> {
+    match tail.lock() {
+        Ok(tail) => tail.iter().copied().collect(),
+        Err(poisoned) => poisoned.into_inner().iter().copied().collect(),
+    }
+}

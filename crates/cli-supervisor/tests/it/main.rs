@@ -1,0 +1,11 @@
+//! Integration tests for cli-supervisor: real processes, tempdirs, no $HOME.
+
+mod cancel;
+mod evidence;
+mod redaction;
+mod secrets;
+mod spawn;
+mod stream;
+mod support;
+mod teardown;
+mod watchdog;
