@@ -1,0 +1,112 @@
+//! Git worktree sandboxes for coding agents: each agent works on a branch and
+//! worktree of its own; the orchestrator merges the result back under guard,
+//! cleans up in a retry-safe way, and asks git whether the run left any work.
+//!
+//! # The API `lionrt sandbox` wires up
+//!
+//! | command | function | returns |
+//! | --- | --- | --- |
+//! | `create` | [`create_sandbox`]`(repo_root, &CreateOptions)` | [`SandboxSession`] |
+//! | `ls` | [`list_sandboxes`]`(repo_root)` | `Vec<`[`SandboxSession`]`>` |
+//! | `merge` | [`merge_sandbox_by_id`]`(repo_root, id_or_branch, &MergeOptions)` | [`MergeReport`] |
+//! | `cleanup` | [`cleanup_sandbox_by_id`]`(repo_root, id_or_branch)` | [`CleanupReport`] |
+//!
+//! Every result type is `serde`-serialisable for `--json` output. A sandbox
+//! is the branch `lionrt/sandbox/<id>` plus the worktree
+//! `lionrt-sandbox-<id>` (by default under `.git/lionrt-sandboxes/<id>`),
+//! and a `lionrt-sandbox.<id>.*` entry in the repository's local config that
+//! records its base branch until both resources are gone.
+//!
+//! # Rules kept
+//!
+//! - **Creation** records the branch checked out in `repo_root` as the merge
+//!   target. A detached HEAD is refused ([`Error::DetachedHead`]): the
+//!   literal `HEAD` is never recorded as a base branch (the fail-closed
+//!   reading of the spec's open question).
+//! - **Cleanup** ([`cleanup_sandbox`]) is retry-safe: an absent worktree or
+//!   branch counts as cleaned; [`SandboxSession::is_active`] turns false only
+//!   once both are gone; a partial failure ([`Error::CleanupIncomplete`])
+//!   keeps the session active and a later call completes it. Cleanup discards
+//!   uncommitted work in the sandbox and deletes the branch merged or not.
+//! - **Merge** ([`merge_sandbox`]) refuses a detached `repo_root`, a
+//!   `repo_root` not on the recorded base branch (never checking one out), and
+//!   a protected target (`main`, `master`, `release*`, any ASCII case) unless
+//!   the operator set [`MergeOptions::allow_protected`] or
+//!   [`ToolkitConfig::sandbox_allow_protected`]. The agent-facing
+//!   [`SandboxRequest`] has no such field and rejects unknown fields.
+//! - **Untracked files** ([`list_untracked_files`]) come back as raw path
+//!   bytes, one per file, as `git ls-files --others --exclude-standard -z`.
+//! - **Completion evidence** ([`probe_completion_evidence`]): HEAD ahead of
+//!   the base ref, or uncommitted changes. Any probe failure makes the whole
+//!   result `checked = false`; only a probe that ran can report absence.
+//! - **Backend seam** ([`SandboxBackend`]: `provision`, `capabilities`,
+//!   `run_cell`), synchronous, with [`LocalWorktreeBackend`]. Exec cells get
+//!   an environment built from nothing: `PATH`, `HOME`, `PYTHONPATH`,
+//!   `VIRTUAL_ENV` from the host plus the cell's allow-list and explicit
+//!   values. Prompt cells run host-side. Callers decide with [`admit_cell`],
+//!   from capabilities only.
+//! - **Read-before-edit** ([`ReadGuard`]): a read evicted from the agent's
+//!   context no longer allows an edit.
+//!
+//! # Example
+//!
+//! ```
+//! use sandbox_git::{create_sandbox, list_sandboxes, merge_sandbox, CreateOptions, MergeOptions};
+//!
+//! // A repository on branch `work` with one commit.
+//! let dir = tempfile::tempdir()?;
+//! let repo = git2::Repository::init(dir.path())?;
+//! repo.config()?.set_str("user.name", "Example")?;
+//! repo.config()?.set_str("user.email", "example@example.invalid")?;
+//! let sig = repo.signature()?;
+//! let tree = repo.find_tree(repo.index()?.write_tree()?)?;
+//! repo.commit(Some("refs/heads/work"), &sig, &sig, "init", &tree, &[])?;
+//! repo.set_head("refs/heads/work")?;
+//!
+//! let mut session = create_sandbox(dir.path(), &CreateOptions::default())?;
+//! assert_eq!(session.base_branch, "work");
+//! std::fs::write(session.worktree_path.join("notes.txt"), "done\n")?;
+//! assert_eq!(sandbox_git::list_untracked_files(&session.worktree_path)?, vec![b"notes.txt".to_vec()]);
+//! let evidence = sandbox_git::probe_completion_evidence(&session.worktree_path, "work");
+//! assert!(evidence.checked && evidence.has_evidence());
+//! assert_eq!(list_sandboxes(dir.path())?.len(), 1);
+//!
+//! let report = merge_sandbox(&mut session, &MergeOptions { allow_protected: false, cleanup: true })?;
+//! assert!(report.cleanup.is_some());
+//! assert!(!session.is_active());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Features
+//!
+//! None. git2 is built without network transports, so nothing here can
+//! reach a remote.
+
+mod backend;
+mod error;
+mod evidence;
+mod guard;
+mod local;
+mod merge;
+mod session;
+mod toolkit;
+mod untracked;
+
+pub use backend::{
+    Capabilities, Cell, CellOutput, CellPolicy, ExecCell, PromptCell, PromptProvider,
+    ProvisionRequest, ProvisionedSandbox, SandboxBackend, SecretValue, admit_cell,
+};
+pub use error::Error;
+pub use evidence::{CompletionEvidence, probe_completion_evidence};
+pub use guard::ReadGuard;
+pub use local::{HostEnv, LocalWorktreeBackend, LocalWorktreeConfig, SAFE_ENV_KEYS};
+pub use merge::{
+    MergeOptions, MergeOutcome, MergeReport, is_protected_branch, merge_sandbox,
+    merge_sandbox_by_id,
+};
+pub use session::{
+    BRANCH_PREFIX, CleanupReport, CreateOptions, SandboxSession, StepOutcome, cleanup_sandbox,
+    cleanup_sandbox_by_id, create_sandbox, find_sandbox, list_sandboxes,
+};
+pub use toolkit::{CodingToolkit, SandboxRequest, SandboxResponse, ToolkitConfig};
+pub use untracked::list_untracked_files;

@@ -1,0 +1,9 @@
+//! Integration tests of sandbox-git against real repositories in temp dirs.
+
+mod backend;
+mod evidence;
+mod lifecycle;
+mod merge;
+mod support;
+mod toolkit;
+mod untracked;
