@@ -1,6 +1,69 @@
 //! Spawn, stream and end agent CLI legs without orphans or stray signals.
 //!
-//! (docs to follow)
+//! A *leg* is one run of an agent CLI as a child process. [`Leg::spawn`]
+//! starts it from a provider-neutral [`LegSpec`] (argv, never a shell; cwd;
+//! stdin policy; an inherited or explicit environment) as the leader of its
+//! own process group, hands a [`SpawnedProcess`] record to an optional
+//! [`OnSpawn`] callback before any output is read, and then yields stdout as
+//! [`Event`]s, one per NDJSON line, with over-long lines and invalid JSON as
+//! typed events so memory stays bounded whatever the child writes.
+//!
+//! Ending a leg ([`Leg::end`], [`Leg::wait`], a watchdog, a failed
+//! `on_spawn`) always goes through one routine: SIGTERM to the group, a
+//! grace period, then SIGKILL to anyone still in it, including a descendant
+//! left behind by a leader that already exited. Every group signal passes
+//! [`signal_group_on_evidence`]: it is sent only while the leader is
+//! unreaped (its pid pins the group id) or while the group has a live
+//! member. Dropping a `Leg` whose teardown did not finish, which is what
+//! cancelling any future that owns it does, runs a synchronous SIGKILL
+//! backstop under the same rule. The direct child is also signalled through
+//! a pidfd where the kernel has one (Linux 5.3+), which cannot reach a
+//! recycled pid.
+//!
+//! **Seam:** the input is a plain [`LegSpec`]; a provider adapter (a later
+//! crate) builds it and interprets the [`Event`]s. This crate knows no
+//! provider by name.
+//!
+//! **Beyond the original:** creating the child is synchronous, so there is
+//! no await point between the OS creating it and the caller holding a handle
+//! whose Drop ends it; the original's "cancelled inside process creation"
+//! hole does not exist here. **Stated limit:** a process group is not a
+//! containment boundary; a descendant that calls `setsid()` leaves it and is
+//! not ended.
+//!
+//! Secrets: [`fill_declared_secrets`] adds variables named in the global
+//! settings file's `secrets.lookup` to a child environment (see
+//! [`SettingsFile`]). Runtime-only values ([`ChildEnv`], [`OnSpawn`]) render
+//! as placeholders (`<env: N variable(s)>`, `<on_spawn>`) in Debug, Display,
+//! serde output and error messages.
+//!
+//! # Example
+//!
+//! ```
+//! use cli_supervisor::{Event, Leg, LegSpec};
+//!
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! runtime.block_on(async {
+//!     // A stand-in agent CLI printing two NDJSON lines (the script is argv, not interpolated).
+//!     let spec = LegSpec::new(["/bin/sh", "-c", r#"echo '{"type":"init"}'; echo '{"type":"done"}'"#]);
+//!     let mut leg = Leg::spawn(spec).await?;
+//!     let mut types = Vec::new();
+//!     while let Some(event) = leg.next_event().await? {
+//!         if let Event::Json { value, .. } = event {
+//!             types.push(value["type"].as_str().unwrap_or_default().to_owned());
+//!         }
+//!     }
+//!     let exit = leg.wait().await?;
+//!     assert!(exit.status.success());
+//!     assert_eq!(types, ["init", "done"]);
+//!     Ok::<(), cli_supervisor::Error>(())
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Features
+//!
+//! None; Linux only (process groups, `/proc`, pidfd).
 
 mod env;
 mod error;
@@ -26,3 +89,7 @@ pub use secrets::{
     parse_secret_lookup, reason,
 };
 pub use spec::{LegSpec, StdinPolicy, Watchdogs};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

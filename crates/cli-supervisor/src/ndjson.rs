@@ -134,3 +134,6 @@ fn parse_line(line: u64, bytes: &[u8], out: &mut VecDeque<Event>) {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests;
