@@ -1,0 +1,261 @@
+//! Session start/end persistence hooks and the plain session update.
+
+use std::collections::BTreeMap;
+
+use lifecycle_core::{
+    Actor, CompatOptions, Expected, HEALTH_TERMINAL, Outcome, OutcomeKind, Reason,
+    TransitionCommand,
+};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{OptionalExtension, params_from_iter};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::StoreError;
+use crate::service::Store;
+use crate::sqlval::to_sql;
+use crate::time::next_version;
+
+/// Provenance recorded when a session starts. Every field given is persisted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionStart {
+    /// Session id.
+    pub session_id: String,
+    /// The reason code for the move to running (required, explicit).
+    pub reason_code: String,
+    /// Session kind (orchestrated, interactive, mirrored).
+    pub kind: Option<String>,
+    /// Project.
+    pub project: Option<String>,
+    /// Model.
+    pub model: Option<String>,
+    /// Agent name.
+    pub agent_name: Option<String>,
+    /// Provider.
+    pub provider: Option<String>,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Process id.
+    pub pid: Option<i64>,
+    /// Parent invocation.
+    pub invocation_id: Option<String>,
+}
+
+/// Usage totals reported at session end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens.
+    pub input_tokens: Option<i64>,
+    /// Output tokens.
+    pub output_tokens: Option<i64>,
+    /// Cost in USD.
+    pub total_cost_usd: Option<f64>,
+    /// Turns.
+    pub num_turns: Option<i64>,
+    /// Duration in milliseconds.
+    pub duration_ms: Option<i64>,
+}
+
+/// A session end event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEnd {
+    /// Session id.
+    pub session_id: String,
+    /// Terminal status to move to when the row is still running.
+    pub status: String,
+    /// Reason code for that move.
+    pub reason_code: String,
+    /// Usage totals.
+    pub usage: Usage,
+    /// An error summary (goes to the reason summary, never node_metadata).
+    pub error: Option<String>,
+    /// End time, microseconds since the epoch.
+    pub ended_at: i64,
+}
+
+/// Session columns [`update_session`] may set, beyond status.
+pub const SESSION_COLUMNS: &[&str] = &[
+    "ended_at",
+    "ended_at_is_approximate",
+    "input_tokens",
+    "output_tokens",
+    "total_cost_usd",
+    "num_turns",
+    "duration_ms",
+    "current_phase",
+    "node_metadata",
+    "kind",
+    "project",
+    "model",
+    "agent_name",
+    "provider",
+    "cwd",
+    "pid",
+    "invocation_id",
+    "last_message_at",
+];
+
+fn set_columns(
+    tx: &rusqlite::Transaction<'_>,
+    session_id: &str,
+    columns: &[(&str, SqlValue)],
+) -> Result<usize, StoreError> {
+    let version: Option<i64> = tx
+        .query_row(
+            "SELECT updated_at FROM sessions WHERE id = ?1",
+            [session_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let Some(version) = version else { return Ok(0) };
+    let mut sql = String::from("UPDATE sessions SET updated_at = ?1");
+    let mut values = vec![SqlValue::Integer(next_version(version))];
+    for (c, v) in columns {
+        values.push(v.clone());
+        sql.push_str(&format!(", {c} = ?{}", values.len()));
+    }
+    values.push(SqlValue::Text(session_id.to_owned()));
+    sql.push_str(&format!(" WHERE id = ?{}", values.len()));
+    Ok(tx.execute(&sql, params_from_iter(values))?)
+}
+
+fn opt_text(v: &Option<String>) -> SqlValue {
+    v.clone().map_or(SqlValue::Null, SqlValue::Text)
+}
+
+impl Store {
+    /// Writes the given session columns as a plain SET (no merge: writing
+    /// node_metadata replaces the stored value). Columns outside
+    /// [`SESSION_COLUMNS`] are refused before any SQL. Returns whether a row
+    /// was updated.
+    pub fn update_session(
+        &self,
+        session_id: &str,
+        columns: &BTreeMap<String, Value>,
+    ) -> Result<bool, StoreError> {
+        if let Some(bad) = columns
+            .keys()
+            .find(|c| !SESSION_COLUMNS.contains(&c.as_str()))
+        {
+            return Err(StoreError::ColumnNotAllowed {
+                entity_type: "session".into(),
+                column: bad.clone(),
+            });
+        }
+        let cols: Vec<(&str, SqlValue)> = columns
+            .iter()
+            .map(|(c, v)| (c.as_str(), to_sql(v)))
+            .collect();
+        self.with_tx(|tx, _| Ok((set_columns(tx, session_id, &cols)? > 0, None)))
+    }
+
+    /// Records a session start: creates the row in `running` (or moves an
+    /// existing non-running row there through the `update_status` rules)
+    /// with the explicit reason, and persists every provenance field given.
+    pub fn persist_session_start(
+        &self,
+        start: &SessionStart,
+        actor: &Actor,
+    ) -> Result<Outcome, StoreError> {
+        self.with_tx(|tx, ops| {
+            let policy = ops.policy("session")?;
+            let row = crate::service::read_row(tx, &policy, &start.session_id, &[])?;
+            let mut cmd = TransitionCommand::new(
+                "session",
+                &start.session_id,
+                "running",
+                Reason::new(&start.reason_code),
+                actor.clone(),
+            );
+            if row.is_none() {
+                cmd.expected_statuses.insert(Expected::NoRow);
+            }
+            let opts = CompatOptions {
+                enforce_edges: false,
+                raise_on_unguarded_conflict: true,
+                ..CompatOptions::default()
+            };
+            let (outcome, terminal) = ops.transition(tx, &cmd, &opts)?;
+            if outcome.result == OutcomeKind::Applied {
+                let cols = [
+                    ("kind", opt_text(&start.kind)),
+                    ("project", opt_text(&start.project)),
+                    ("model", opt_text(&start.model)),
+                    ("agent_name", opt_text(&start.agent_name)),
+                    ("provider", opt_text(&start.provider)),
+                    ("cwd", opt_text(&start.cwd)),
+                    ("pid", start.pid.map_or(SqlValue::Null, SqlValue::Integer)),
+                    ("invocation_id", opt_text(&start.invocation_id)),
+                ];
+                let given: Vec<(&str, SqlValue)> = cols
+                    .into_iter()
+                    .filter(|(_, v)| *v != SqlValue::Null)
+                    .collect();
+                set_columns(tx, &start.session_id, &given)?;
+            }
+            Ok((outcome, terminal))
+        })
+    }
+
+    /// Records a session end. On a row that is already terminal only the
+    /// usage fields are written: no status, reason, ended_at, node_metadata
+    /// or history change, so a repeated end never clobbers the recorded
+    /// status. Otherwise the terminal transition is made here, with ended_at
+    /// and usage patched in the same write.
+    pub fn persist_session_end(
+        &self,
+        end: &SessionEnd,
+        actor: &Actor,
+    ) -> Result<Outcome, StoreError> {
+        let usage: Vec<(&str, Value)> = [
+            ("input_tokens", end.usage.input_tokens.map(Value::from)),
+            ("output_tokens", end.usage.output_tokens.map(Value::from)),
+            ("total_cost_usd", end.usage.total_cost_usd.map(Value::from)),
+            ("num_turns", end.usage.num_turns.map(Value::from)),
+            ("duration_ms", end.usage.duration_ms.map(Value::from)),
+        ]
+        .into_iter()
+        .filter_map(|(c, v)| v.map(|v| (c, v)))
+        .collect();
+        self.with_tx(|tx, ops| {
+            let policy = ops.policy("session")?;
+            let row =
+                crate::service::read_row(tx, &policy, &end.session_id, &[])?.ok_or_else(|| {
+                    lifecycle_core::CoreError::NotFound {
+                        entity_type: "session".into(),
+                        entity_id: end.session_id.clone(),
+                    }
+                })?;
+            if HEALTH_TERMINAL.contains(&row.status.as_str()) || policy.is_terminal(&row.status) {
+                let cols: Vec<(&str, SqlValue)> =
+                    usage.iter().map(|(c, v)| (*c, to_sql(v))).collect();
+                set_columns(tx, &end.session_id, &cols)?;
+                let unchanged = Outcome {
+                    result: OutcomeKind::Applied,
+                    previous_status: Some(row.status.clone()),
+                    current_status: Some(row.status),
+                    transition_id: None,
+                };
+                return Ok((unchanged, None));
+            }
+            let mut reason = Reason::new(&end.reason_code);
+            if let Some(e) = &end.error {
+                reason.summary = e.clone();
+            }
+            let mut cmd = TransitionCommand::new(
+                "session",
+                &end.session_id,
+                &end.status,
+                reason,
+                actor.clone(),
+            )
+            .expecting(row.status.clone())
+            .with_version(row.version)
+            .with_patch("ended_at", Value::from(end.ended_at));
+            for (c, v) in &usage {
+                cmd = cmd.with_patch(*c, v.clone());
+            }
+            ops.transition(tx, &cmd, &CompatOptions::default())
+        })
+    }
+}

@@ -1,0 +1,9 @@
+//! Integration tests of state-sqlite against real database files.
+
+mod common;
+mod engine;
+mod hooks;
+mod legacy;
+mod race;
+mod service;
+mod tables;
