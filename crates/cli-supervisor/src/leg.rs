@@ -13,12 +13,14 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::cgroup::{Containment, LegCgroup};
 use crate::env::EnvPolicy;
 use crate::error::{Error, Result};
 use crate::guard::{ChildState, GroupSignal, OsSignaller, SignalOutcome, signal_group_on_evidence};
 use crate::ndjson::{Event, LineDecoder};
 use crate::pidfd::PidFd;
 use crate::proc::{ProcTable, ProcessTable, SpawnedProcess, observe_spawned};
+use crate::secrets::fill_declared_secrets;
 use crate::spec::{LegSpec, StdinPolicy, Watchdogs};
 
 /// How long teardown waits for the group to empty after SIGKILL.
@@ -39,6 +41,9 @@ pub struct Leg {
     child: Child,
     record: SpawnedProcess,
     pidfd: Option<PidFd>,
+    cgroup: Option<LegCgroup>,
+    secret_reason: Option<&'static str>,
+    secrets_resolved: Vec<String>,
     reaped: Option<ExitStatus>,
     ended: bool,
     stdin: Option<ChildStdin>,
@@ -94,6 +99,14 @@ impl Leg {
     /// `on_spawn` fails the group is ended and the error returned; if it
     /// panics the group is ended and the panic resumed.
     pub async fn spawn(mut spec: LegSpec) -> Result<Self> {
+        if spec.argv.is_empty() {
+            return Err(Error::EmptyArgv);
+        }
+        // Secret filling happens once per spawn, here, before the child
+        // exists: cancelling it leaves no leg behind.
+        let secrets =
+            fill_declared_secrets(&spec.secret_lookup, std::mem::take(&mut spec.env)).await;
+        spec.env = secrets.env;
         let Some(program) = spec.argv.first() else {
             return Err(Error::EmptyArgv);
         };
@@ -131,6 +144,7 @@ impl Leg {
         // The pidfd is opened while the child is unreaped, so it refers to
         // this child and can never reach a recycled pid.
         let pidfd = PidFd::open(pid);
+        let cgroup = LegCgroup::create(&spec.containment, pid);
         let record = observe_spawned(&ProcTable, pid);
         let watchdogs = spec.effective_watchdogs();
         let mut leg = Self {
@@ -140,6 +154,9 @@ impl Leg {
             child,
             record,
             pidfd,
+            cgroup,
+            secret_reason: secrets.reason,
+            secrets_resolved: secrets.resolved,
             reaped: None,
             ended: false,
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
@@ -186,6 +203,26 @@ impl Leg {
     /// The spawn record (the same value `on_spawn` received).
     pub fn record(&self) -> SpawnedProcess {
         self.record
+    }
+
+    /// Which containment the leg got (process group, or also a cgroup).
+    pub fn containment(&self) -> Containment {
+        match &self.cgroup {
+            Some(cgroup) => Containment::Cgroup {
+                path: cgroup.path().to_owned(),
+            },
+            None => Containment::ProcessGroup,
+        }
+    }
+
+    /// Why the configured secret lookup was refused, if it was.
+    pub fn secret_lookup_reason(&self) -> Option<&'static str> {
+        self.secret_reason
+    }
+
+    /// The names whose secrets were looked up into this leg's environment.
+    pub fn resolved_secrets(&self) -> &[String] {
+        &self.secrets_resolved
     }
 
     /// The watchdogs in force for this leg.
@@ -307,7 +344,10 @@ impl Leg {
             // While the leader is unreaped (a zombie at worst) the group id
             // is pinned: every signal below rests on that evidence.
             let scan = table.scan_group(pgid);
-            let quiet = self.leader_exited() && scan.live.is_empty() && scan.complete;
+            let quiet = self.leader_exited()
+                && scan.live.is_empty()
+                && scan.complete
+                && !self.cgroup_populated();
             if !quiet {
                 report.term = Some(signal_group_on_evidence(
                     &table,
@@ -327,6 +367,10 @@ impl Leg {
                         GroupSignal::Kill,
                     ));
                     self.signal_leader(GroupSignal::Kill);
+                    if let Some(cgroup) = &self.cgroup {
+                        // Also reaches descendants that left the group with setsid().
+                        cgroup.kill();
+                    }
                     self.wait_group_quiet(Instant::now() + KILL_SETTLE).await;
                 }
             }
@@ -345,6 +389,9 @@ impl Leg {
                 ChildState::Reaped,
                 GroupSignal::Kill,
             ));
+        }
+        if let Some(cgroup) = self.cgroup.take() {
+            cgroup.remove();
         }
         if !report.survivors.is_empty() {
             tracing::warn!(pgid, survivors = ?report.survivors, "group members survived SIGKILL");
@@ -391,7 +438,11 @@ impl Leg {
         let mut interval = Duration::from_millis(1);
         loop {
             let scan = ProcTable.scan_group(self.record.pgid);
-            if self.leader_exited() && scan.live.is_empty() && scan.complete {
+            if self.leader_exited()
+                && scan.live.is_empty()
+                && scan.complete
+                && !self.cgroup_populated()
+            {
                 return true;
             }
             let now = Instant::now();
@@ -401,6 +452,10 @@ impl Leg {
             tokio::time::sleep(interval.min(deadline - now)).await;
             interval = (interval * 2).min(Duration::from_millis(20));
         }
+    }
+
+    fn cgroup_populated(&self) -> bool {
+        self.cgroup.as_ref().is_some_and(LegCgroup::populated)
     }
 
     /// Signals the direct child through its pidfd, which cannot reach a
@@ -458,6 +513,10 @@ impl Drop for Leg {
             GroupSignal::Kill,
         );
         self.signal_leader(GroupSignal::Kill);
+        if let Some(cgroup) = self.cgroup.take() {
+            cgroup.kill();
+            cgroup.remove();
+        }
         tracing::info!(
             pid = self.record.pid,
             ?outcome,

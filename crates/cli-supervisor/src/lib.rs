@@ -65,6 +65,7 @@
 //!
 //! None; Linux only (process groups, `/proc`, pidfd).
 
+mod cgroup;
 mod env;
 mod error;
 mod guard;
@@ -75,6 +76,7 @@ mod proc;
 mod secrets;
 mod spec;
 
+pub use cgroup::{Containment, ContainmentPolicy};
 pub use env::{ChildEnv, EnvPolicy, OnSpawn};
 pub use error::{BadEnvEntry, BoxError, Error, Result};
 pub use guard::{

@@ -4,8 +4,10 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cgroup::ContainmentPolicy;
 use crate::env::{EnvPolicy, OnSpawn};
 use crate::error::Error;
+use crate::secrets::LookupConfig;
 
 /// Everything needed to spawn one leg. Provider-neutral: a provider adapter
 /// builds the argv and declares `streams_first_output_early`.
@@ -21,6 +23,11 @@ pub struct LegSpec {
     pub env: EnvPolicy,
     /// Called exactly once with the spawn record before any output is read.
     pub on_spawn: Option<OnSpawn>,
+    /// The global `secrets.lookup` configuration; declared, unset variables
+    /// are looked up into the child's environment once per spawn.
+    pub secret_lookup: LookupConfig,
+    /// Whether to also contain the leg in a cgroup of its own.
+    pub containment: ContainmentPolicy,
     /// Whether the transport emits its first line shortly after spawn. Only
     /// then are the default watchdogs (`default_watchdogs`) applied.
     pub streams_first_output_early: bool,
@@ -47,6 +54,8 @@ impl Default for LegSpec {
             stdin: StdinPolicy::Null,
             env: EnvPolicy::Inherit,
             on_spawn: None,
+            secret_lookup: LookupConfig::NotConfigured,
+            containment: ContainmentPolicy::ProcessGroup,
             streams_first_output_early: false,
             default_watchdogs: Watchdogs::default(),
             explicit_watchdogs: Watchdogs::NONE,

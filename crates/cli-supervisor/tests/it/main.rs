@@ -1,6 +1,7 @@
 //! Integration tests for cli-supervisor: real processes, tempdirs, no $HOME.
 
 mod cancel;
+mod containment;
 mod evidence;
 mod redaction;
 mod secrets;

@@ -344,3 +344,37 @@ fn only_the_global_settings_file_is_consulted() {
     let overridden = SettingsFile::locate_with(vars(home.path(), Some(&pointed))).expect("located");
     assert_eq!(overridden.path(), pointed);
 }
+
+#[test]
+fn each_spawn_resolves_secrets_exactly_once() {
+    // contract: SUP-046
+    let store = Store::new();
+    let config = store.settings("[CLI_SUPERVISOR_SPAWN_KEY]").secret_lookup();
+    runtime().block_on(async {
+        for round in 1..=2 {
+            let mut spec = LegSpec::new([fixture(), "env", "CLI_SUPERVISOR_SPAWN_KEY"]);
+            spec.secret_lookup = config.clone();
+            spec.env = explicit(&[("PATH", "/bin")]);
+            let mut leg = Leg::spawn(spec).await.expect("spawn");
+            assert_eq!(
+                leg.resolved_secrets(),
+                ["CLI_SUPERVISOR_SPAWN_KEY".to_owned()]
+            );
+            assert_eq!(leg.secret_lookup_reason(), None);
+            let seen = next_json(&mut leg).await;
+            assert_eq!(
+                seen["CLI_SUPERVISOR_SPAWN_KEY"],
+                "value-of-CLI_SUPERVISOR_SPAWN_KEY"
+            );
+            leg.wait().await.expect("wait");
+            assert_eq!(store.calls().len(), round, "one lookup per spawn");
+        }
+        let mut spec = LegSpec::new([fixture(), "env", "X"]);
+        spec.secret_lookup = LookupConfig::Rejected(reason::MALFORMED_NAME);
+        let leg = Leg::spawn(spec)
+            .await
+            .expect("a refused lookup does not stop the spawn");
+        assert_eq!(leg.secret_lookup_reason(), Some(reason::MALFORMED_NAME));
+        leg.wait().await.expect("wait");
+    });
+}
