@@ -1,0 +1,231 @@
+//! The public verdict functions, the classifier and the synthetic wrapper exemption.
+
+use serde_json::Value;
+
+use crate::engine::Engine;
+use crate::normalize::{description_signals_execution, normalize_key};
+use crate::reason::{AdmissionDenied, Reason};
+use crate::report::{AdmissionReport, Insufficiency, Limits};
+use crate::vocabulary::STRONG_EXECUTOR_NAMES;
+
+/// Decides whether an MCP tool descriptor may be registered.
+///
+/// Pure and synchronous: the verdict depends only on the arguments. A JSON
+/// `null` schema is the same as an absent one (the original cannot tell them
+/// apart). Never panics, whatever the schema; every verdict is bounded by
+/// [`Limits::default`].
+///
+/// # Errors
+///
+/// [`AdmissionDenied`] when the descriptor exposes a generic executor surface.
+pub fn validate_tool_admission(
+    name: &str,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+) -> Result<(), AdmissionDenied> {
+    match explain_tool_admission(name, input_schema, description).reason {
+        None => Ok(()),
+        Some(reason) => Err(AdmissionDenied::new(name, reason)),
+    }
+}
+
+/// Like [`validate_tool_admission`], first applying the synthetic wrapper
+/// exemption ([`is_synthetic_mcp_wrapper_schema`]) with `mcp_tool_name`, the
+/// name the tool was registered under in the host's MCP config.
+///
+/// # Errors
+///
+/// [`AdmissionDenied`] when the descriptor is not the synthetic wrapper and
+/// exposes a generic executor surface.
+pub fn validate_mcp_tool_admission(
+    advertised_name: &str,
+    mcp_tool_name: Option<&str>,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+) -> Result<(), AdmissionDenied> {
+    if let Some(registered) = mcp_tool_name
+        && is_synthetic_mcp_wrapper_schema(registered, advertised_name, input_schema, description)
+    {
+        return Ok(());
+    }
+    validate_tool_admission(advertised_name, input_schema, description)
+}
+
+/// The verdict with everything found on the way, under the default limits.
+pub fn explain_tool_admission(
+    name: &str,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+) -> AdmissionReport {
+    explain_tool_admission_with(Limits::default(), name, input_schema, description)
+}
+
+/// The verdict with everything found on the way, under explicit limits.
+pub fn explain_tool_admission_with(
+    limits: Limits,
+    name: &str,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+) -> AdmissionReport {
+    let normalized_name = normalize_key(name);
+    let strong = STRONG_EXECUTOR_NAMES.contains(&normalized_name.as_str());
+    let signals = description.is_some_and(description_signals_execution);
+    let schema = input_schema.filter(|s| !s.is_null());
+    let empty = match schema {
+        None => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(_) => false,
+    };
+
+    let null = Value::Null;
+    let root = schema.unwrap_or(&null);
+    let mut engine = Engine::new(root, limits);
+    if !empty {
+        engine.walk_root(root);
+    }
+    let unresolvable = !engine.unresolved.is_empty();
+
+    let mut insufficiency = None;
+    let mut proofs_evaluated = false;
+    if !empty && (strong || signals) {
+        proofs_evaluated = true;
+        // Coverage first: it also decides the description rule.
+        if let Err(e) = engine.coverage(root, 0) {
+            insufficiency = Some(e);
+        }
+        if strong
+            && insufficiency.is_none()
+            && let Err(e) = engine.boundedness(root, 0)
+        {
+            insufficiency = Some(e);
+        }
+    }
+    let coverage_failed = insufficiency
+        .as_ref()
+        .is_some_and(|i| i.proof == crate::report::Proof::Coverage);
+
+    let free_form = &engine.free_form;
+    let map_channel = !engine.map_channels.is_empty();
+    let reason = if free_form.iter().any(|k| k.categories.command) {
+        Some(Reason::UnboundedCommandInput)
+    } else if free_form.iter().any(|k| k.categories.program)
+        && free_form.iter().any(|k| k.categories.argument)
+    {
+        Some(Reason::UnboundedProcessInput)
+    } else if free_form.iter().any(|k| k.categories.payload)
+        && (engine.selector_present || strong || signals)
+    {
+        Some(Reason::UnboundedScriptPayload)
+    } else if signals
+        && (map_channel
+            || unresolvable
+            || coverage_failed
+            || free_form
+                .iter()
+                .any(|k| !k.categories.auxiliary || k.exec_tainted))
+    {
+        Some(Reason::ExecutorDescriptionWithBroadInput)
+    } else if strong
+        && (insufficiency.is_some()
+            || unresolvable
+            || map_channel
+            || free_form
+                .iter()
+                .any(|k| (!k.categories.auxiliary && !k.identifier_like) || k.exec_tainted))
+    {
+        Some(Reason::ExecutorIdentityWithInsufficientSchema)
+    } else {
+        None
+    };
+
+    AdmissionReport {
+        reason,
+        normalized_name,
+        strong_executor_name: strong,
+        description_signals_execution: signals,
+        nodes_visited: engine.used(),
+        free_form_keys: engine.free_form,
+        free_form_map_channels: engine.map_channels,
+        selector_key_present: engine.selector_present,
+        unresolved: engine.unresolved,
+        insufficiency,
+        proofs_evaluated,
+        limits,
+    }
+}
+
+/// The object-boundedness proof alone: `Some` with the first failure when
+/// the instance is not provably a closed, finite object shape.
+pub fn object_boundedness_insufficient(schema: &Value, limits: Limits) -> Option<Insufficiency> {
+    Engine::new(schema, limits).boundedness(schema, 0).err()
+}
+
+/// The structural-coverage proof alone: `Some` with the first position that
+/// carries a keyword the proofs do not model.
+pub fn structural_coverage_insufficient(schema: &Value, limits: Limits) -> Option<Insufficiency> {
+    Engine::new(schema, limits).coverage(schema, 0).err()
+}
+
+/// Both proofs, combined by OR under one shared budget (coverage first).
+pub fn schema_is_insufficient(schema: &Value, limits: Limits) -> Option<Insufficiency> {
+    let mut engine = Engine::new(schema, limits);
+    engine
+        .coverage(schema, 0)
+        .and_then(|()| engine.boundedness(schema, 0))
+        .err()
+}
+
+/// True when a value is shaped like it could hold a schema (a mapping, or a
+/// list holding one at any depth); true as well when the limits run out.
+pub fn could_carry_subschema(value: &Value, limits: Limits) -> bool {
+    Engine::new(value, limits).could_carry_subschema(value, 0)
+}
+
+/// True when a value cannot carry a subschema: recursively scalar, or
+/// lists/mappings with no schema-vocabulary key anywhere inside; false when
+/// the limits run out.
+pub fn is_inert_annotation_value(value: &Value, limits: Limits) -> bool {
+    Engine::new(value, limits).inert_value(value, 0)
+}
+
+/// True when a tool carries exactly the synthetic wrapper shape a host
+/// produces for a tool built without an explicit schema, which carries no
+/// information from the remote server and is exempt from admission.
+///
+/// All three must hold: the advertised name equals `mcp_tool_name` (the name
+/// the tool was registered under), the description is exactly
+/// `MCP tool: <that name>`, and the schema equals
+/// `{"type": "object", "properties": {"kwargs": {"type": "string",
+/// "description": null}}, "required": ["kwargs"]}`. Any other field, value or
+/// extra key makes it an ordinary remote descriptor.
+pub fn is_synthetic_mcp_wrapper_schema(
+    mcp_tool_name: &str,
+    advertised_name: &str,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+) -> bool {
+    if mcp_tool_name != advertised_name {
+        return false;
+    }
+    let Some(description) = description else {
+        return false;
+    };
+    if description.strip_prefix("MCP tool: ") != Some(mcp_tool_name) {
+        return false;
+    }
+    let Some(schema) = input_schema else {
+        return false;
+    };
+    // Value equality stops at the first difference, so its recursion never
+    // goes deeper than this small template.
+    *schema == synthetic_wrapper_schema()
+}
+
+/// The exact synthetic wrapper schema.
+pub fn synthetic_wrapper_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {"kwargs": {"type": "string", "description": null}},
+        "required": ["kwargs"]
+    })
+}

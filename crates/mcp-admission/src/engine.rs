@@ -1,0 +1,244 @@
+//! The bounded analysis context: budget, depth, path, `$ref` resolution and memo tables.
+//!
+//! One `Engine` judges one schema. Every unit of work (a schema node, a
+//! property, a list element inside an unknown keyword's value, a pattern
+//! search) is charged to one shared budget; once it runs out every question
+//! answers the fail-closed way. Memo tables are keyed by node address and
+//! only ever looked up, never iterated, so no verdict depends on map order.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use crate::report::{FreeFormKey, Limits, Unresolved, UnresolvedCause};
+use crate::vocabulary::UNBOUNDED_NON_OBJECT_TYPES;
+
+/// One segment of the location being examined.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+    Ref(&'a str),
+}
+
+/// Memo tables, all keyed by node address.
+#[derive(Default)]
+pub(crate) struct Memo {
+    pub(crate) walked: BTreeSet<usize>,
+    pub(crate) walking: BTreeSet<usize>,
+    pub(crate) free_form: BTreeMap<(usize, bool), Option<crate::report::FreeFormCause>>,
+    pub(crate) free_form_active: BTreeSet<(usize, bool)>,
+    pub(crate) item: BTreeMap<usize, bool>,
+    pub(crate) item_active: BTreeSet<usize>,
+    pub(crate) bounded_obj: BTreeMap<usize, Result<(), crate::report::Insufficiency>>,
+    pub(crate) bounded_obj_active: BTreeSet<usize>,
+    pub(crate) coverage: BTreeMap<usize, Result<(), crate::report::Insufficiency>>,
+    pub(crate) coverage_active: BTreeSet<usize>,
+}
+
+/// The analysis state of one verdict.
+pub(crate) struct Engine<'a> {
+    pub(crate) root: &'a Value,
+    pub(crate) limits: Limits,
+    used: usize,
+    pub(crate) exhausted: bool,
+    path: Vec<Seg<'a>>,
+    pub(crate) memo: Memo,
+    pub(crate) free_form: Vec<FreeFormKey>,
+    pub(crate) map_channels: Vec<String>,
+    pub(crate) unresolved: Vec<Unresolved>,
+    pub(crate) selector_present: bool,
+}
+
+impl<'a> Engine<'a> {
+    pub(crate) fn new(root: &'a Value, limits: Limits) -> Self {
+        Self {
+            root,
+            limits,
+            used: 0,
+            exhausted: false,
+            path: Vec::new(),
+            memo: Memo::default(),
+            free_form: Vec::new(),
+            map_channels: Vec::new(),
+            unresolved: Vec::new(),
+            selector_present: false,
+        }
+    }
+
+    /// Units of work spent so far.
+    pub(crate) fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Charges one unit of work; false once the budget is exhausted.
+    pub(crate) fn charge(&mut self) -> bool {
+        if self.used >= self.limits.max_nodes {
+            self.exhausted = true;
+            false
+        } else {
+            self.used += 1;
+            true
+        }
+    }
+
+    /// Charges `n` units at once (for pattern compilation).
+    pub(crate) fn charge_n(&mut self, n: usize) -> bool {
+        if self.limits.max_nodes - self.used < n {
+            self.used = self.limits.max_nodes;
+            self.exhausted = true;
+            false
+        } else {
+            self.used += n;
+            true
+        }
+    }
+
+    pub(crate) fn too_deep(&self, depth: usize) -> bool {
+        depth > self.limits.max_depth
+    }
+
+    pub(crate) fn push(&mut self, seg: Seg<'a>) {
+        self.path.push(seg);
+    }
+
+    pub(crate) fn pop(&mut self) {
+        self.path.pop();
+    }
+
+    /// Renders the current location as a JSON pointer (a `$ref` hop shows as `$ref=<target>`).
+    pub(crate) fn pointer(&self) -> String {
+        let mut out = String::new();
+        for seg in &self.path {
+            out.push('/');
+            match seg {
+                Seg::Key(k) => out.push_str(&k.replace('~', "~0").replace('/', "~1")),
+                Seg::Index(i) => out.push_str(&i.to_string()),
+                Seg::Ref(r) => {
+                    out.push_str("$ref=");
+                    out.push_str(r);
+                }
+            }
+        }
+        out
+    }
+
+    pub(crate) fn unresolved(&mut self, cause: UnresolvedCause) {
+        let path = self.pointer();
+        // One record per (path, cause), at most 64, keeps reports small on wide inputs.
+        let duplicate = self
+            .unresolved
+            .iter()
+            .any(|u| u.path == path && u.cause == cause);
+        if self.unresolved.len() < 64 && !duplicate {
+            self.unresolved.push(Unresolved { path, cause });
+        }
+    }
+
+    /// Resolves a local JSON-pointer `$ref` against the document root.
+    ///
+    /// Only `#` and `#/...` resolve; the pointer is not percent-decoded.
+    pub(crate) fn resolve(&mut self, reference: &str) -> Result<&'a Value, UnresolvedCause> {
+        let Some(fragment) = reference.strip_prefix('#') else {
+            return Err(UnresolvedCause::ExternalReference(reference.to_owned()));
+        };
+        if fragment.is_empty() {
+            return Ok(self.root);
+        }
+        if !fragment.starts_with('/') {
+            return Err(UnresolvedCause::ExternalReference(reference.to_owned()));
+        }
+        // Pointer traversal is linear in the pointer; charge per token.
+        let tokens = fragment.matches('/').count();
+        if !self.charge_n(tokens.max(1)) {
+            return Err(UnresolvedCause::NodeBudget);
+        }
+        self.root
+            .pointer(fragment)
+            .ok_or_else(|| UnresolvedCause::DanglingReference(reference.to_owned()))
+    }
+}
+
+/// Address of a node, as a memo key.
+pub(crate) fn addr(v: &Value) -> usize {
+    std::ptr::from_ref(v) as usize
+}
+
+/// Declared types of a schema node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Types {
+    Absent,
+    Malformed,
+    Known(TypeFlags),
+}
+
+/// Which JSON types a `type` keyword admits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TypeFlags {
+    pub(crate) string: bool,
+    pub(crate) number: bool,
+    pub(crate) integer: bool,
+    pub(crate) array: bool,
+    pub(crate) object: bool,
+    pub(crate) boolean: bool,
+    pub(crate) null: bool,
+}
+
+impl TypeFlags {
+    fn set(&mut self, name: &str) -> bool {
+        match name {
+            "string" => self.string = true,
+            "number" => self.number = true,
+            "integer" => self.integer = true,
+            "array" => self.array = true,
+            "object" => self.object = true,
+            "boolean" => self.boolean = true,
+            "null" => self.null = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// True when a free-form non-object alternative is admitted.
+    pub(crate) fn unbounded_non_object(&self) -> bool {
+        debug_assert_eq!(UNBOUNDED_NON_OBJECT_TYPES.len(), 4);
+        self.string || self.number || self.integer || self.array
+    }
+
+    /// True when the types are exactly "array" or "array" and "null".
+    pub(crate) fn array_or_nullable_array(&self) -> bool {
+        self.array && !(self.string || self.number || self.integer || self.object || self.boolean)
+    }
+}
+
+/// The declared types of a schema object. An unknown type name or a
+/// non-string entry makes the whole keyword malformed (fail closed: it may
+/// admit anything).
+pub(crate) fn types_of(m: &Map<String, Value>) -> Types {
+    let mut flags = TypeFlags::default();
+    match m.get("type") {
+        None => Types::Absent,
+        Some(Value::String(s)) => {
+            if flags.set(s) {
+                Types::Known(flags)
+            } else {
+                Types::Malformed
+            }
+        }
+        Some(Value::Array(list)) => {
+            for t in list {
+                match t {
+                    Value::String(s) if flags.set(s) => {}
+                    _ => return Types::Malformed,
+                }
+            }
+            Types::Known(flags)
+        }
+        Some(_) => Types::Malformed,
+    }
+}
+
+/// True when a top-level `const` or `enum` pins the instance.
+pub(crate) fn pinned(m: &Map<String, Value>) -> bool {
+    m.contains_key("const") || m.contains_key("enum")
+}

@@ -1,0 +1,189 @@
+//! Fail-closed admission gate for MCP tool descriptors: refuses a generic
+//! command/process/script executor (a `bash`-shaped tool) before it is
+//! registered, however its JSON Schema dresses it up.
+//!
+//! ```
+//! use mcp_admission::{Reason, validate_tool_admission};
+//! use serde_json::json;
+//!
+//! // A host admits a narrow, closed tool...
+//! let search = json!({
+//!     "type": "object",
+//!     "properties": {"query": {"type": "string"}, "repo_id": {"type": "string"}},
+//! });
+//! validate_tool_admission("search_code", Some(&search), Some("Search the code base."))?;
+//!
+//! // ...and refuses a shell in disguise: one enum field, and a command
+//! // string hidden behind `$ref`.
+//! let disguised = json!({
+//!     "type": "object",
+//!     "properties": {
+//!         "mode": {"type": "string", "enum": ["fast"]},
+//!         "cmd": {"$ref": "#/$defs/Line"}
+//!     },
+//!     "$defs": {"Line": {"type": "string"}}
+//! });
+//! let denied = validate_tool_admission("notebook", Some(&disguised), None).unwrap_err();
+//! assert_eq!(denied.reason(), Reason::UnboundedCommandInput);
+//! assert_eq!(denied.reason().as_str(), "unbounded-command-input");
+//! assert!(denied.to_string().starts_with(
+//!     "MCP tool 'notebook' was not registered: generic executor surface detected [unbounded-command-input]."
+//! ));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What it decides
+//!
+//! [`validate_tool_admission`] is pure and synchronous (no I/O, no global
+//! state, no configuration opt-out). It normalises the name and the property
+//! keys, walks the whole schema with a whitelist walker, runs two independent
+//! sufficiency proofs (object boundedness and structural coverage over a
+//! closed Draft 2020-12 keyword registry) and classifies, first match wins:
+//!
+//! 1. `unbounded-command-input`: a free-form value under a command key;
+//! 2. `unbounded-process-input`: free-form program and argument keys;
+//! 3. `unbounded-script-payload`: a free-form payload key corroborated by a
+//!    selector key, a strong executor name or an executor description;
+//! 4. `executor-description-with-broad-input`;
+//! 5. `executor-identity-with-insufficient-schema`.
+//!
+//! Every verdict is bounded: a depth cap (12) and one node budget (5,000
+//! units) shared by all work (walker, both proofs, inspection of unknown
+//! keyword values, `patternProperties` matching); `$ref` targets are
+//! memoised. Running out fails closed. Map order never matters (serde_json's
+//! `Map` is a sorted map here; do not enable its `preserve_order` feature in
+//! a build that embeds this crate if you need byte-identical reports).
+//!
+//! [`explain_tool_admission`] returns an [`AdmissionReport`]: which keys are
+//! free-form and why, at which path, which channels are unresolvable, which
+//! proof failed where, and the work spent. [`is_synthetic_mcp_wrapper_schema`]
+//! is the synthetic wrapper exemption, kept separate;
+//! [`validate_mcp_tool_admission`] applies it before judging.
+//!
+//! # The `batch` module (for `lionrt admission check`)
+//!
+//! [`batch`] is I/O-free: the binary reads the text and prints the string.
+//!
+//! ```
+//! use mcp_admission::batch::{self, OutputFormat};
+//!
+//! let text = r#"{"tools": [{"name": "bash", "inputSchema": {"type": "object", "properties": {"cmd": {"type": "string"}}}}]}"#;
+//! let entries = batch::parse_tools(text)?;          // Err(ParseError) -> exit 2
+//! let results = batch::check_tools(&entries);
+//! let out = batch::render(&results, OutputFormat::Jsonl, Some("tools.json"));
+//! assert!(out.contains(r#""verdict":"deny""#));
+//! assert_eq!(batch::exit_code(&results), batch::EXIT_DENIED);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A CLI wires it as: read FILE or stdin into a string (on a read error print
+//! it and exit [`batch::EXIT_UNREADABLE`]); `parse_tools` (on `Err(e)` print
+//! `e`, which names the line or line:column, and exit 2); `check_tools`;
+//! `OutputFormat::from_str` on `--format table|jsonl|sarif`; print
+//! `render(..)`; exit with `exit_code(..)` (0 all admitted, 1 any denied).
+//!
+//! # Features
+//!
+//! - `regex` (off by default): compiles `patternProperties` patterns with a
+//!   linear-time Pike VM (`regex-automata`) and tests them against every
+//!   spelling of the categorised key words, charging the node budget. Without
+//!   it a pattern cannot be compiled: it is unresolvable (fail closed), and
+//!   its literal text is still judged as a key (`^command_line$` is a command
+//!   key either way).
+//!
+//! # Deliberate differences from the original (toward denying only)
+//!
+//! - A free-form key whose own schema also carries object or composition
+//!   keywords is still judged by its own type:
+//!   `{"cmd": {"type": "string", "properties": {"x": {"type": "integer"}}}}`
+//!   denies with `unbounded-command-input` (public case PE027; the original
+//!   admits it).
+//! - Unreferenced `$defs`/definitions entries are walked for free-form keys,
+//!   not only checked by the coverage proof:
+//!   `{"type": "object", "$defs": {"X": {"properties": {"cmd": {"type": "string"}}}}}`
+//!   denies with `unbounded-command-input`.
+//! - A structural-coverage failure counts as an unresolvable channel for the
+//!   executor-description rule: description "Runs shell commands" with
+//!   `{"type": "object", "properties": {"op": {"enum": ["a"]}}, "additionalProperties": false, "not": {}}`
+//!   denies with `executor-description-with-broad-input`.
+//! - Only a missing schema, JSON `null` or `{}` counts as "no schema" for a
+//!   strong executor name; other falsy values (`false`, `[]`, `0`, `""`) are
+//!   malformed: name `bash` with schema `[]` denies with
+//!   `executor-identity-with-insufficient-schema`.
+//! - A root schema `true` is an unresolvable channel: name `worker`,
+//!   description "Execute terminal commands", schema `true` denies with
+//!   `executor-description-with-broad-input`.
+//! - An untyped item schema with no branch admits any string, so it reaches
+//!   free form even when it is not literally `{}`: `{"program": {"type":
+//!   "string"}, "argv": {"type": "array", "items": {"description": "an
+//!   argument"}}}` denies with `unbounded-process-input`.
+//! - A key judged while the depth cap or node budget is exhausted, behind a
+//!   malformed or unresolvable reference, or behind `$dynamicRef` /
+//!   `$recursiveRef`, is free-form: `{"cmd": {"$ref": "https://x/y"}}` denies
+//!   with `unbounded-command-input`.
+//! - An exec-tainted free-form key counts against a strong name even when it
+//!   is auxiliary: name `exec` with a closed `{"shell": {"type": "string"}}`
+//!   denies with `executor-identity-with-insufficient-schema`.
+//! - Verdicts never depend on hash order, every `$ref` target and pattern
+//!   search is charged to the budget (the original can take minutes), and
+//!   malformed shapes give a verdict, never an error.
+//!
+//! # Readings of the spec's ambiguities (Part A items 13-20)
+//!
+//! - 13 (type gate vs. pin): the type gate runs first, so
+//!   `{"type": "string", "const": "x"}` is insufficient; `{"const": {...}}`
+//!   with no type is pinned (public case PE021).
+//! - 14 (intersection): a `$ref` target must be sufficient *and* its
+//!   structural siblings, evaluated as their own node, must be too (a closed
+//!   target with a sibling `"type": "object"` alone is insufficient). allOf
+//!   needs one sufficient branch; if none is, the node's own keywords are
+//!   judged. oneOf/anyOf need every branch sufficient.
+//! - 15 (denied vs. walked applicators): the walker walks the applicators it
+//!   recognises for free-form keys; the registry's denied verdict decides the
+//!   strong-name rule and (see above) the description rule, never an
+//!   unsignalled tool.
+//! - 16 (vendor extensions): only `x-*` and `$comment` can be exempt, and only
+//!   when the value is inert: no registry keyword anywhere inside.
+//! - 17 (`$defs` reachability): both the coverage proof and the walker visit
+//!   every entry, referenced or not.
+//! - 18 (unenumerated inputs): the word lists, limits and synthetic shape are
+//!   those of the vocabulary page, exactly.
+//! - 19 (unevaluatedItems): the bounded-array exception holds only when
+//!   `unevaluatedItems` is absent or `false`.
+//! - 20 (annotation siblings): a `$ref` with only annotation siblings gets
+//!   exactly its target's verdict.
+//!
+//! Names and keys are case-folded with full Unicode case folding (`ſhell` is
+//! `shell`); `$ref` is a local JSON pointer (`#` or `#/...`), not
+//! percent-decoded; anything else (`http://...`, `#anchor`) is unresolvable.
+
+mod admission;
+pub mod batch;
+mod engine;
+mod normalize;
+mod pattern;
+mod proofs;
+mod reason;
+mod report;
+mod unicode_tables;
+mod values;
+mod vocabulary;
+mod walker;
+
+pub use admission::{
+    could_carry_subschema, explain_tool_admission, explain_tool_admission_with,
+    is_inert_annotation_value, is_synthetic_mcp_wrapper_schema, object_boundedness_insufficient,
+    schema_is_insufficient, structural_coverage_insufficient, synthetic_wrapper_schema,
+    validate_mcp_tool_admission, validate_tool_admission,
+};
+pub use normalize::{
+    KeyCategories, description_signals_execution, is_exec_tainted_key, is_identifier_like_key,
+    is_strong_executor_name, normalize_key,
+};
+pub use proofs::{has_structural_ref_siblings, property_value_may_be_object_shaped};
+pub use reason::{AdmissionDenied, Reason};
+pub use report::{
+    AdmissionReport, FreeFormCause, FreeFormKey, Insufficiency, InsufficiencyCause, Limits, Proof,
+    Unresolved, UnresolvedCause,
+};
+pub use vocabulary::{KeywordClass, classify_keyword, lists};

@@ -1,0 +1,224 @@
+//! Normalisation of names, keys and descriptions, and the key predicates built on it.
+
+use crate::unicode_tables::{CASEFOLD_SPECIAL, NON_PRINTABLE};
+use crate::vocabulary::{
+    ARGUMENT_KEYS, AUXILIARY_KEYS, COMMAND_KEYS, EXEC_TAINTED_TOKENS, IDENTIFIER_SUFFIXES,
+    PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS, STRONG_EXECUTOR_NAMES, executor_phrases,
+};
+
+/// Appends the full Unicode case folding of `c` (so `ſ` folds to `s`, `ß` to `ss`).
+fn push_casefold(out: &mut String, c: char) {
+    match CASEFOLD_SPECIAL.binary_search_by(|(k, _)| k.cmp(&c)) {
+        Ok(i) => out.push_str(CASEFOLD_SPECIAL[i].1),
+        Err(_) => out.extend(c.to_lowercase()),
+    }
+}
+
+/// Full Unicode case folding of a string.
+pub(crate) fn casefold(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        push_casefold(&mut out, c);
+    }
+    out
+}
+
+/// Normalises a tool name or property key.
+///
+/// Splits camelCase (a lower/digit followed by an upper; an upper run followed
+/// by upper+lower), case-folds, turns each run of non-alphanumerics into `_`,
+/// collapses repeated `_` and strips `_` at the ends.
+pub fn normalize_key(raw: &str) -> String {
+    let chars: Vec<char> = raw.chars().collect();
+    let mut split = String::with_capacity(raw.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if i > 0 && c.is_uppercase() {
+            let prev = chars[i - 1];
+            let lower_before = prev.is_lowercase() || prev.is_ascii_digit();
+            let upper_run_end =
+                prev.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if lower_before || upper_run_end {
+                split.push('_');
+            }
+        }
+        split.push(c);
+    }
+    let folded = casefold(&split);
+    let mut out = String::with_capacity(folded.len());
+    let mut pending_sep = false;
+    for c in folded.chars() {
+        if c.is_alphanumeric() {
+            if pending_sep && !out.is_empty() {
+                out.push('_');
+            }
+            pending_sep = false;
+            out.push(c);
+        } else {
+            pending_sep = true;
+        }
+    }
+    out
+}
+
+/// Normalises a description: case-fold, keep a-z and 0-9, one space between runs.
+pub(crate) fn normalize_description(raw: &str) -> String {
+    let folded = casefold(raw);
+    let mut out = String::with_capacity(folded.len());
+    let mut pending_space = false;
+    for c in folded.chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            if pending_space && !out.is_empty() {
+                out.push(' ');
+            }
+            pending_space = false;
+            out.push(c);
+        } else {
+            pending_space = true;
+        }
+    }
+    out
+}
+
+/// True when a description contains an executor phrase as whole words.
+pub fn description_signals_execution(description: &str) -> bool {
+    let normalized = normalize_description(description);
+    let words: Vec<&str> = normalized.split(' ').filter(|w| !w.is_empty()).collect();
+    let phrases = executor_phrases();
+    let first_words: Vec<&str> = {
+        let mut f: Vec<&str> = phrases.iter().filter_map(|p| p.first().copied()).collect();
+        f.sort_unstable();
+        f.dedup();
+        f
+    };
+    for i in 0..words.len() {
+        if first_words.binary_search(&words[i]).is_err() {
+            continue;
+        }
+        if phrases.iter().any(|p| words[i..].starts_with(p)) {
+            return true;
+        }
+    }
+    false
+}
+
+/// True when a tool name (normalised) is a strong executor name.
+pub fn is_strong_executor_name(name: &str) -> bool {
+    STRONG_EXECUTOR_NAMES.contains(&normalize_key(name).as_str())
+}
+
+/// True for dynamic-but-benign resource identifiers such as `service_id` or `resource_path`.
+///
+/// Takes a normalised key: `^(?:[a-z0-9]+_)*(?:id|ids|path|paths|uri|url|uuid|slug)$`.
+pub fn is_identifier_like_key(normalized: &str) -> bool {
+    let mut tokens = normalized.split('_').peekable();
+    let mut last = "";
+    while let Some(token) = tokens.next() {
+        if token.is_empty()
+            || !token
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        {
+            return false;
+        }
+        if tokens.peek().is_none() {
+            last = token;
+        }
+    }
+    IDENTIFIER_SUFFIXES.contains(&last)
+}
+
+/// True when any `_`-separated token of a normalised key names an executor channel.
+pub fn is_exec_tainted_key(normalized: &str) -> bool {
+    normalized
+        .split('_')
+        .any(|token| EXEC_TAINTED_TOKENS.contains(&token))
+}
+
+/// Category flags of a normalised key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyCategories {
+    /// A command key (command, cmd, command_line, shell_command).
+    pub command: bool,
+    /// A program key (program, executable, binary).
+    pub program: bool,
+    /// An argument key (args, argv).
+    pub argument: bool,
+    /// A payload key (script, code, input, text).
+    pub payload: bool,
+    /// A selector key (shell, interpreter).
+    pub selector: bool,
+    /// An auxiliary key (cwd, env, timeout, user, ...).
+    pub auxiliary: bool,
+}
+
+impl KeyCategories {
+    /// Categories of a normalised key.
+    pub fn of(normalized: &str) -> Self {
+        let k = &normalized;
+        Self {
+            command: COMMAND_KEYS.contains(k),
+            program: PROGRAM_KEYS.contains(k),
+            argument: ARGUMENT_KEYS.contains(k),
+            payload: PAYLOAD_KEYS.contains(k),
+            selector: SELECTOR_KEYS.contains(k),
+            auxiliary: AUXILIARY_KEYS.contains(k),
+        }
+    }
+
+    /// True when the key is in any category.
+    pub fn any(&self) -> bool {
+        self.command
+            || self.program
+            || self.argument
+            || self.payload
+            || self.selector
+            || self.auxiliary
+    }
+}
+
+/// Renders a string as a Python `repr()` would.
+pub(crate) fn python_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if !is_printable(c) => {
+                let cp = u32::from(c);
+                if cp < 0x100 {
+                    out.push_str(&format!("\\x{cp:02x}"));
+                } else if cp < 0x10000 {
+                    out.push_str(&format!("\\u{cp:04x}"));
+                } else {
+                    out.push_str(&format!("\\U{cp:08x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Python's `str.isprintable` for one character (space is printable).
+fn is_printable(c: char) -> bool {
+    let cp = u32::from(c);
+    let idx = NON_PRINTABLE.partition_point(|&(start, _)| start <= cp);
+    if idx == 0 {
+        return true;
+    }
+    let (_, end) = NON_PRINTABLE[idx - 1];
+    cp > end
+}

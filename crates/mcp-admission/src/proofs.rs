@@ -1,0 +1,354 @@
+//! The two sufficiency proofs: object boundedness and structural coverage.
+//!
+//! They are independent and combined by OR: a schema is insufficient when
+//! either fails. Both memoise `$ref` targets by address, so a thousand
+//! references to one large target cost one check, and both charge the shared
+//! budget, failing closed when it runs out.
+
+use serde_json::{Map, Value};
+
+use crate::engine::{Engine, Seg, Types, addr, pinned, types_of};
+use crate::report::{Insufficiency, InsufficiencyCause, Proof, UnresolvedCause};
+use crate::vocabulary::{ANNOTATION_REF_SIBLINGS, KeywordClass, classify_keyword};
+
+type ProofResult = Result<(), Insufficiency>;
+
+/// True when a `$ref` node has a sibling that constrains the instance.
+pub fn has_structural_ref_siblings(node: &Value) -> bool {
+    match node {
+        Value::Object(m) => m
+            .keys()
+            .any(|k| k != "$ref" && !ANNOTATION_REF_SIBLINGS.contains(&k.as_str())),
+        _ => false,
+    }
+}
+
+/// True when a declared property's value could itself be an object instance.
+/// Scalar, array, annotation-only and free-form string values are false:
+/// they stay the walker's territory.
+pub fn property_value_may_be_object_shaped(v: &Value) -> bool {
+    let Value::Object(m) = v else {
+        return false;
+    };
+    match types_of(m) {
+        Types::Known(t) => t.object,
+        Types::Malformed => true,
+        Types::Absent => [
+            "properties",
+            "additionalProperties",
+            "patternProperties",
+            "$ref",
+            "allOf",
+            "anyOf",
+            "oneOf",
+        ]
+        .iter()
+        .any(|k| m.contains_key(*k)),
+    }
+}
+
+impl<'a> Engine<'a> {
+    fn fail(&self, proof: Proof, cause: InsufficiencyCause) -> ProofResult {
+        Err(Insufficiency {
+            proof,
+            path: self.pointer(),
+            cause,
+        })
+    }
+
+    /// The object-boundedness proof, in its binding order.
+    pub(crate) fn boundedness(&mut self, node: &'a Value, depth: usize) -> ProofResult {
+        self.boundedness_node(node, false, depth)
+    }
+
+    /// `ignore_ref` evaluates a `$ref` node's structural siblings as their own node.
+    fn boundedness_node(&mut self, node: &'a Value, ignore_ref: bool, depth: usize) -> ProofResult {
+        const P: Proof = Proof::Boundedness;
+        // (1) budget and depth fail closed.
+        if !self.charge() || self.too_deep(depth) {
+            return self.fail(P, InsufficiencyCause::LimitReached);
+        }
+        let Value::Object(m) = node else {
+            return self.fail(P, InsufficiencyCause::NotAnObjectSchema);
+        };
+        let types = types_of(m);
+        // (2) a type that excludes "object" (checked before the pin: the
+        // fail-closed reading of the type-gate/pin contradiction).
+        match types {
+            Types::Malformed => return self.fail(P, InsufficiencyCause::MalformedType),
+            Types::Known(t) if !t.object => {
+                return self.fail(P, InsufficiencyCause::TypeExcludesObject);
+            }
+            _ => {}
+        }
+        // (3) a union with a free-form alternative and no pin.
+        if let Types::Known(t) = types
+            && t.unbounded_non_object()
+            && !pinned(m)
+        {
+            return self.fail(P, InsufficiencyCause::FreeFormTypeAlternative);
+        }
+        // (4) applicator delegation: $ref, then oneOf/anyOf, then allOf.
+        if !ignore_ref && let Some(reference) = m.get("$ref") {
+            self.push(Seg::Key("$ref"));
+            let target = self.boundedness_ref(reference, depth);
+            self.pop();
+            target?;
+            if has_structural_ref_siblings(node) {
+                return self.boundedness_node(node, true, depth);
+            }
+            return Ok(());
+        }
+        let mut union_seen = false;
+        for kw in ["oneOf", "anyOf"] {
+            let Some(value) = m.get(kw) else { continue };
+            union_seen = true;
+            self.push(Seg::Key(kw));
+            let result = self.boundedness_union(value, depth);
+            self.pop();
+            result?;
+        }
+        if union_seen {
+            return Ok(());
+        }
+        if let Some(value) = m.get("allOf") {
+            // One bounded branch suffices; none falls through to the node's
+            // own keywords, which constrain the same instance.
+            if let Value::Array(branches) = value {
+                for (i, branch) in branches.iter().enumerate() {
+                    self.push(Seg::Key("allOf"));
+                    self.push(Seg::Index(i));
+                    let result = self.boundedness(branch, depth + 1);
+                    self.pop();
+                    self.pop();
+                    if result.is_ok() {
+                        return Ok(());
+                    }
+                    if self.exhausted {
+                        return self.fail(P, InsufficiencyCause::LimitReached);
+                    }
+                }
+            } else {
+                return self.fail(
+                    P,
+                    InsufficiencyCause::MalformedComposition("allOf".to_owned()),
+                );
+            }
+        }
+        // (5) a top-level const/enum pins the instance.
+        if pinned(m) {
+            return Ok(());
+        }
+        // (6) the leaf object.
+        if types == Types::Absent {
+            return self.fail(P, InsufficiencyCause::TypeOmitted);
+        }
+        let additional = m.get("additionalProperties");
+        let closed_false = matches!(additional, Some(Value::Bool(false)));
+        let closed = closed_false || matches!(additional, Some(Value::Object(a)) if pinned(a));
+        match m.get("properties") {
+            None => {
+                if !closed_false {
+                    return self.fail(P, InsufficiencyCause::OpenObject);
+                }
+            }
+            Some(Value::Object(props)) => {
+                if props.is_empty() && !closed_false || !props.is_empty() && !closed {
+                    return self.fail(P, InsufficiencyCause::OpenObject);
+                }
+                self.push(Seg::Key("properties"));
+                let result = self.boundedness_properties(props, depth);
+                self.pop();
+                result?;
+            }
+            Some(_) => return self.fail(P, InsufficiencyCause::MalformedProperties),
+        }
+        Ok(())
+    }
+
+    fn boundedness_properties(
+        &mut self,
+        props: &'a Map<String, Value>,
+        depth: usize,
+    ) -> ProofResult {
+        for (k, v) in props {
+            if !property_value_may_be_object_shaped(v) {
+                continue;
+            }
+            self.push(Seg::Key(k));
+            let result = self.boundedness(v, depth + 1);
+            self.pop();
+            result?;
+        }
+        Ok(())
+    }
+
+    fn boundedness_union(&mut self, value: &'a Value, depth: usize) -> ProofResult {
+        let branches = match value {
+            Value::Array(branches) if !branches.is_empty() => branches,
+            _ => {
+                return self.fail(
+                    Proof::Boundedness,
+                    InsufficiencyCause::MalformedComposition("oneOf/anyOf".to_owned()),
+                );
+            }
+        };
+        for (i, branch) in branches.iter().enumerate() {
+            self.push(Seg::Index(i));
+            let result = self.boundedness(branch, depth + 1);
+            self.pop();
+            result?;
+        }
+        Ok(())
+    }
+
+    fn boundedness_ref(&mut self, reference: &'a Value, depth: usize) -> ProofResult {
+        const P: Proof = Proof::Boundedness;
+        let Value::String(reference) = reference else {
+            return self.fail(P, InsufficiencyCause::Malformed("$ref".to_owned()));
+        };
+        let target = match self.resolve(reference) {
+            Ok(target) => target,
+            Err(UnresolvedCause::NodeBudget) => {
+                return self.fail(P, InsufficiencyCause::LimitReached);
+            }
+            Err(cause) => return self.fail(P, InsufficiencyCause::Reference(cause)),
+        };
+        let key = addr(target);
+        if self.memo.bounded_obj_active.contains(&key) {
+            return self.fail(
+                P,
+                InsufficiencyCause::Reference(UnresolvedCause::CyclicReference(reference.clone())),
+            );
+        }
+        if let Some(cached) = self.memo.bounded_obj.get(&key) {
+            return cached.clone();
+        }
+        self.memo.bounded_obj_active.insert(key);
+        self.push(Seg::Ref(reference));
+        let result = self.boundedness(target, depth + 1);
+        self.pop();
+        self.memo.bounded_obj_active.remove(&key);
+        self.memo.bounded_obj.insert(key, result.clone());
+        result
+    }
+
+    /// The structural-coverage proof: every schema-bearing position, visited
+    /// unconditionally, uses only keywords the proofs model.
+    pub(crate) fn coverage(&mut self, node: &'a Value, depth: usize) -> ProofResult {
+        const P: Proof = Proof::Coverage;
+        if !self.charge() || self.too_deep(depth) {
+            return self.fail(P, InsufficiencyCause::LimitReached);
+        }
+        let m = match node {
+            Value::Bool(_) => return Ok(()),
+            Value::Object(m) => m,
+            _ => return self.fail(P, InsufficiencyCause::Malformed("schema".to_owned())),
+        };
+        let mut array_exception: Option<bool> = None;
+        for (k, v) in m {
+            self.push(Seg::Key(k));
+            let result = self.coverage_keyword(m, k, v, depth, &mut array_exception);
+            self.pop();
+            result?;
+        }
+        Ok(())
+    }
+
+    fn coverage_keyword(
+        &mut self,
+        m: &'a Map<String, Value>,
+        k: &'a str,
+        v: &'a Value,
+        depth: usize,
+        array_exception: &mut Option<bool>,
+    ) -> ProofResult {
+        const P: Proof = Proof::Coverage;
+        match classify_keyword(k) {
+            KeywordClass::Inert | KeywordClass::Bounding => Ok(()),
+            KeywordClass::Modeled => match (k, v) {
+                ("properties" | "$defs" | "definitions", Value::Object(children)) => {
+                    for (ck, cv) in children {
+                        self.push(Seg::Key(ck));
+                        let result = self.coverage(cv, depth + 1);
+                        self.pop();
+                        result?;
+                    }
+                    Ok(())
+                }
+                ("additionalProperties", Value::Bool(_)) => Ok(()),
+                ("additionalProperties", Value::Object(_)) => self.coverage(v, depth + 1),
+                ("allOf" | "anyOf" | "oneOf", Value::Array(branches)) => {
+                    self.coverage_list(branches, depth)
+                }
+                ("$ref", Value::String(reference)) => self.coverage_ref(reference, depth),
+                _ => self.fail(P, InsufficiencyCause::Malformed(k.to_owned())),
+            },
+            KeywordClass::Denied => {
+                if matches!(k, "items" | "prefixItems" | "unevaluatedItems") {
+                    let allowed = match array_exception {
+                        Some(allowed) => *allowed,
+                        None => {
+                            let allowed = self.array_elements_bounded(m, depth);
+                            *array_exception = Some(allowed);
+                            allowed
+                        }
+                    };
+                    if allowed {
+                        // Still visit each bounded item subschema.
+                        return match (k, v) {
+                            ("items", _) => self.coverage(v, depth + 1),
+                            ("prefixItems", Value::Array(members)) => {
+                                self.coverage_list(members, depth)
+                            }
+                            _ => Ok(()),
+                        };
+                    }
+                }
+                self.fail(P, InsufficiencyCause::DeniedKeyword(k.to_owned()))
+            }
+            KeywordClass::Unknown => {
+                if self.vendor_annotation(k, v, depth) || !self.could_carry_subschema(v, depth) {
+                    Ok(())
+                } else {
+                    self.fail(P, InsufficiencyCause::UnknownKeyword(k.to_owned()))
+                }
+            }
+        }
+    }
+
+    fn coverage_list(&mut self, branches: &'a [Value], depth: usize) -> ProofResult {
+        for (i, branch) in branches.iter().enumerate() {
+            self.push(Seg::Index(i));
+            let result = self.coverage(branch, depth + 1);
+            self.pop();
+            result?;
+        }
+        Ok(())
+    }
+
+    fn coverage_ref(&mut self, reference: &'a str, depth: usize) -> ProofResult {
+        let target = match self.resolve(reference) {
+            Ok(target) => target,
+            Err(UnresolvedCause::NodeBudget) => {
+                return self.fail(Proof::Coverage, InsufficiencyCause::LimitReached);
+            }
+            Err(cause) => return self.fail(Proof::Coverage, InsufficiencyCause::Reference(cause)),
+        };
+        let key = addr(target);
+        // A target already being checked is covered by that check.
+        if self.memo.coverage_active.contains(&key) {
+            return Ok(());
+        }
+        if let Some(cached) = self.memo.coverage.get(&key) {
+            return cached.clone();
+        }
+        self.memo.coverage_active.insert(key);
+        self.push(Seg::Ref(reference));
+        let result = self.coverage(target, depth + 1);
+        self.pop();
+        self.memo.coverage_active.remove(&key);
+        self.memo.coverage.insert(key, result.clone());
+        result
+    }
+}

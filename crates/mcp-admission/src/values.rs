@@ -1,0 +1,344 @@
+//! Value-level judgements: bounded, free-form, array reach, subschema shape, inertness.
+
+use serde_json::{Map, Value};
+
+use crate::engine::{Engine, Types, addr, pinned, types_of};
+use crate::report::FreeFormCause;
+use crate::vocabulary::{
+    BRANCH_LIST_KEYWORDS, BRANCH_SINGLE_KEYWORDS, KeywordClass, OBJECT_CONTAINER_KEYWORDS,
+    UNRESOLVABLE_REFERENCE_KEYWORDS, classify_keyword,
+};
+
+/// True when a schema object restates or composes a schema (recurse, not a leaf).
+pub(crate) fn is_container(m: &Map<String, Value>) -> bool {
+    OBJECT_CONTAINER_KEYWORDS.iter().any(|k| m.contains_key(*k))
+}
+
+/// True when a schema object uses `$dynamicRef` or `$recursiveRef`.
+pub(crate) fn has_dynamic_ref(m: &Map<String, Value>) -> bool {
+    UNRESOLVABLE_REFERENCE_KEYWORDS
+        .iter()
+        .any(|k| m.contains_key(*k))
+}
+
+impl<'a> Engine<'a> {
+    /// A property (or item) schema is bounded when `enum`/`const` pins it, or
+    /// it is an array type (alone or with null) whose explicit `items` and
+    /// every `prefixItems` member are `false` or bounded, and
+    /// `unevaluatedItems` is absent or `false`.
+    pub(crate) fn bounded(&mut self, v: &'a Value, depth: usize) -> bool {
+        if !self.charge() || self.too_deep(depth) {
+            return false;
+        }
+        let Value::Object(m) = v else {
+            return false;
+        };
+        if pinned(m) {
+            return true;
+        }
+        let Types::Known(types) = types_of(m) else {
+            return false;
+        };
+        if !types.array_or_nullable_array() {
+            return false;
+        }
+        self.array_elements_bounded(m, depth)
+    }
+
+    /// The element half of the bounded-array proof (also the coverage exception).
+    pub(crate) fn array_elements_bounded(
+        &mut self,
+        m: &'a Map<String, Value>,
+        depth: usize,
+    ) -> bool {
+        let member_ok = |this: &mut Self, member: &'a Value| match member {
+            Value::Bool(false) => true,
+            other => this.bounded(other, depth + 1),
+        };
+        match m.get("items") {
+            Some(items @ (Value::Bool(false) | Value::Object(_))) => {
+                if !member_ok(self, items) {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+        match m.get("prefixItems") {
+            None => {}
+            Some(Value::Array(members)) => {
+                for member in members {
+                    if !member_ok(self, member) {
+                        return false;
+                    }
+                }
+            }
+            Some(_) => return false,
+        }
+        matches!(m.get("unevaluatedItems"), None | Some(Value::Bool(false)))
+    }
+
+    /// Whether a value under a key is free-form, and why.
+    ///
+    /// `category_key` is true when the key is in a key category: an untyped
+    /// leaf value under such a key is free-form. Composition, conditional and
+    /// `$ref` branches constrain the same instance, so a free-form branch
+    /// makes the key free-form whatever the node's own type says.
+    pub(crate) fn value_free_form(
+        &mut self,
+        category_key: bool,
+        v: &'a Value,
+        depth: usize,
+    ) -> Option<FreeFormCause> {
+        if !self.charge() || self.too_deep(depth) {
+            return Some(FreeFormCause::LimitReached);
+        }
+        let m = match v {
+            Value::Bool(true) => return Some(FreeFormCause::AnyValue),
+            Value::Bool(false) => return None,
+            Value::Object(m) => m,
+            _ => return Some(FreeFormCause::Malformed),
+        };
+        if has_dynamic_ref(m) {
+            return Some(FreeFormCause::UnresolvableReference);
+        }
+        if self.bounded(v, depth) {
+            return None;
+        }
+        match types_of(m) {
+            Types::Malformed => return Some(FreeFormCause::Malformed),
+            Types::Known(t) => {
+                if t.string {
+                    return Some(FreeFormCause::StringType);
+                }
+                if t.array && self.array_reaches(m, depth) {
+                    return Some(FreeFormCause::ArrayReachesFreeForm);
+                }
+            }
+            Types::Absent => {
+                if category_key && !is_container(m) {
+                    return Some(FreeFormCause::UntypedCategoryKey);
+                }
+            }
+        }
+        for kw in BRANCH_LIST_KEYWORDS {
+            match m.get(*kw) {
+                None => {}
+                Some(Value::Array(branches)) => {
+                    for branch in branches {
+                        if self
+                            .value_free_form(category_key, branch, depth + 1)
+                            .is_some()
+                        {
+                            return Some(FreeFormCause::CompositionBranch);
+                        }
+                    }
+                }
+                Some(_) => return Some(FreeFormCause::Malformed),
+            }
+        }
+        for kw in BRANCH_SINGLE_KEYWORDS {
+            if let Some(branch) = m.get(*kw)
+                && self
+                    .value_free_form(category_key, branch, depth + 1)
+                    .is_some()
+            {
+                return Some(FreeFormCause::CompositionBranch);
+            }
+        }
+        if let Some(reference) = m.get("$ref") {
+            let Value::String(reference) = reference else {
+                return Some(FreeFormCause::Malformed);
+            };
+            let Ok(target) = self.resolve(reference) else {
+                return Some(FreeFormCause::UnresolvableReference);
+            };
+            let key = (addr(target), category_key);
+            if self.memo.free_form_active.contains(&key) {
+                return Some(FreeFormCause::UnresolvableReference);
+            }
+            let verdict = match self.memo.free_form.get(&key) {
+                Some(cached) => *cached,
+                None => {
+                    self.memo.free_form_active.insert(key);
+                    let verdict = self.value_free_form(category_key, target, depth + 1);
+                    self.memo.free_form_active.remove(&key);
+                    self.memo.free_form.insert(key, verdict);
+                    verdict
+                }
+            };
+            if verdict.is_some() {
+                return Some(FreeFormCause::CompositionBranch);
+            }
+        }
+        None
+    }
+
+    /// True when an array-shaped node admits a free-form element.
+    ///
+    /// A missing `items` means an unconstrained rest, so bounded `prefixItems`
+    /// alone never bound the array.
+    pub(crate) fn array_reaches(&mut self, m: &'a Map<String, Value>, depth: usize) -> bool {
+        match m.get("prefixItems") {
+            None => {}
+            Some(Value::Array(members)) => {
+                for member in members {
+                    if self.item_reaches(member, depth + 1) {
+                        return true;
+                    }
+                }
+            }
+            Some(_) => return true,
+        }
+        match m.get("items") {
+            None => true,
+            Some(items) => self.item_reaches(items, depth + 1),
+        }
+    }
+
+    /// True when an item schema may admit an arbitrary string.
+    ///
+    /// Items are judged conservatively: `true`, malformed, over-limit,
+    /// unpinned strings, arrays reaching one, untyped schemas whose branches
+    /// reach one or that have no branch at all (they admit any string), and
+    /// external or cyclic references all reach free form.
+    pub(crate) fn item_reaches(&mut self, v: &'a Value, depth: usize) -> bool {
+        if !self.charge() || self.too_deep(depth) {
+            return true;
+        }
+        let m = match v {
+            Value::Bool(b) => return *b,
+            Value::Object(m) => m,
+            _ => return true,
+        };
+        if has_dynamic_ref(m) {
+            return true;
+        }
+        if self.bounded(v, depth) {
+            return false;
+        }
+        match types_of(m) {
+            Types::Malformed => true,
+            Types::Known(t) => t.string || (t.array && self.array_reaches(m, depth)),
+            Types::Absent => {
+                let mut has_branch = false;
+                for kw in BRANCH_LIST_KEYWORDS {
+                    match m.get(*kw) {
+                        None => {}
+                        Some(Value::Array(branches)) => {
+                            has_branch = true;
+                            for branch in branches {
+                                if self.item_reaches(branch, depth + 1) {
+                                    return true;
+                                }
+                            }
+                        }
+                        Some(_) => return true,
+                    }
+                }
+                for kw in BRANCH_SINGLE_KEYWORDS {
+                    if let Some(branch) = m.get(*kw) {
+                        has_branch = true;
+                        if self.item_reaches(branch, depth + 1) {
+                            return true;
+                        }
+                    }
+                }
+                if let Some(reference) = m.get("$ref") {
+                    has_branch = true;
+                    let Value::String(reference) = reference else {
+                        return true;
+                    };
+                    let Ok(target) = self.resolve(reference) else {
+                        return true;
+                    };
+                    let key = addr(target);
+                    if self.memo.item_active.contains(&key) {
+                        return true;
+                    }
+                    let reaches = match self.memo.item.get(&key) {
+                        Some(cached) => *cached,
+                        None => {
+                            self.memo.item_active.insert(key);
+                            let reaches = self.item_reaches(target, depth + 1);
+                            self.memo.item_active.remove(&key);
+                            self.memo.item.insert(key, reaches);
+                            reaches
+                        }
+                    };
+                    if reaches {
+                        return true;
+                    }
+                }
+                // No type and nothing narrowing it: it admits any string.
+                !has_branch
+            }
+        }
+    }
+
+    /// True when a value is shaped like it could hold a schema: a mapping, or
+    /// a list containing one at any depth. Every element is charged; running
+    /// out of budget or depth answers true (fail closed).
+    pub(crate) fn could_carry_subschema(&mut self, v: &'a Value, depth: usize) -> bool {
+        match v {
+            Value::Object(_) => true,
+            Value::Array(items) => {
+                if self.too_deep(depth) {
+                    return true;
+                }
+                for item in items {
+                    if !self.charge() {
+                        return true;
+                    }
+                    if self.could_carry_subschema(item, depth + 1) {
+                        return true;
+                    }
+                }
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// True when a value cannot carry a subschema: recursively scalar, or
+    /// lists/mappings of such with no schema-vocabulary key anywhere inside.
+    /// Budget or depth exhaustion answers false (not inert).
+    pub(crate) fn inert_value(&mut self, v: &'a Value, depth: usize) -> bool {
+        match v {
+            Value::Array(items) => {
+                if self.too_deep(depth) {
+                    return false;
+                }
+                for item in items {
+                    if !self.charge() || !self.inert_value(item, depth + 1) {
+                        return false;
+                    }
+                }
+                true
+            }
+            Value::Object(m) => {
+                if self.too_deep(depth) {
+                    return false;
+                }
+                for (k, item) in m {
+                    if !self.charge() {
+                        return false;
+                    }
+                    if classify_keyword(k) != KeywordClass::Unknown {
+                        return false;
+                    }
+                    if !self.inert_value(item, depth + 1) {
+                        return false;
+                    }
+                }
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// True for `x-` vendor extensions and `$comment` whose value is inert.
+    /// Never a blanket `$` exemption: that is where real applicators live.
+    pub(crate) fn vendor_annotation(&mut self, keyword: &str, v: &'a Value, depth: usize) -> bool {
+        (keyword.starts_with("x-") || keyword == "$comment") && self.inert_value(v, depth)
+    }
+}

@@ -1,0 +1,255 @@
+//! The whitelist walker: collects free-form keys, map channels and unresolvable channels.
+//!
+//! It recognises properties, patternProperties, additionalProperties,
+//! allOf/anyOf/oneOf, if/then/else/not, items/prefixItems and local `$ref`
+//! (and, as the fail-closed reading of the spec's `$defs` ambiguity, every
+//! `$defs`/definitions entry, referenced or not). Any other keyword whose
+//! value could carry a subschema makes the walk unresolvable.
+
+use serde_json::{Map, Value};
+
+use crate::engine::{Engine, Seg, addr};
+use crate::normalize::{KeyCategories, is_exec_tainted_key, is_identifier_like_key, normalize_key};
+use crate::pattern;
+use crate::report::{FreeFormKey, UnresolvedCause};
+use crate::vocabulary::{UNRESOLVABLE_REFERENCE_KEYWORDS, walker_recognises};
+
+impl<'a> Engine<'a> {
+    /// Walks the whole schema from the root.
+    pub(crate) fn walk_root(&mut self, root: &'a Value) {
+        match root {
+            // `true` at the root accepts any input at all: no channel of it is
+            // provably bounded. `false` accepts nothing.
+            Value::Bool(true) => self.unresolved(UnresolvedCause::Malformed(
+                "root schema true accepts anything".to_owned(),
+            )),
+            _ => self.walk(root, 0),
+        }
+    }
+
+    /// Walks one schema node.
+    fn walk(&mut self, node: &'a Value, depth: usize) {
+        if !self.charge() {
+            self.unresolved(UnresolvedCause::NodeBudget);
+            return;
+        }
+        if self.too_deep(depth) {
+            self.unresolved(UnresolvedCause::DepthLimit);
+            return;
+        }
+        let m = match node {
+            Value::Object(m) => m,
+            Value::Bool(_) => return,
+            _ => {
+                self.unresolved(UnresolvedCause::Malformed("schema".to_owned()));
+                return;
+            }
+        };
+        self.mark_unknown_keywords(m, depth);
+        for (k, v) in m {
+            if self.exhausted {
+                self.unresolved(UnresolvedCause::NodeBudget);
+                return;
+            }
+            self.push(Seg::Key(k));
+            match k.as_str() {
+                "$ref" => self.walk_ref(v, depth),
+                "properties" => match v {
+                    Value::Object(props) => {
+                        for (pk, pv) in props {
+                            if self.exhausted {
+                                break;
+                            }
+                            self.push(Seg::Key(pk));
+                            self.consider_property(pk, pv, depth + 1);
+                            self.pop();
+                        }
+                    }
+                    _ => self.unresolved(UnresolvedCause::Malformed("properties".to_owned())),
+                },
+                "patternProperties" => match v {
+                    Value::Object(props) => {
+                        for (pattern, pv) in props {
+                            if self.exhausted {
+                                break;
+                            }
+                            self.push(Seg::Key(pattern));
+                            self.consider_pattern(pattern, pv, depth + 1);
+                            self.pop();
+                        }
+                    }
+                    _ => {
+                        self.unresolved(UnresolvedCause::Malformed("patternProperties".to_owned()))
+                    }
+                },
+                "additionalProperties" => match v {
+                    Value::Bool(true) => {
+                        let path = self.pointer();
+                        self.map_channels.push(path);
+                    }
+                    Value::Bool(false) => {}
+                    Value::Object(_) => {
+                        if self.value_free_form(false, v, depth + 1).is_some() {
+                            let path = self.pointer();
+                            self.map_channels.push(path);
+                        }
+                        self.walk(v, depth + 1);
+                    }
+                    _ => self.unresolved(UnresolvedCause::Malformed(
+                        "additionalProperties".to_owned(),
+                    )),
+                },
+                "allOf" | "anyOf" | "oneOf" | "prefixItems" => match v {
+                    Value::Array(branches) => self.walk_list(branches, depth),
+                    _ => self.unresolved(UnresolvedCause::Malformed(k.clone())),
+                },
+                "items" => match v {
+                    Value::Array(branches) => self.walk_list(branches, depth),
+                    _ => self.walk(v, depth + 1),
+                },
+                "if" | "then" | "else" | "not" => self.walk(v, depth + 1),
+                "$defs" | "definitions" => match v {
+                    Value::Object(defs) => {
+                        for (dk, dv) in defs {
+                            if self.exhausted {
+                                break;
+                            }
+                            let key = addr(dv);
+                            if self.memo.walked.contains(&key) || self.memo.walking.contains(&key) {
+                                continue;
+                            }
+                            self.memo.walking.insert(key);
+                            self.push(Seg::Key(dk));
+                            self.walk(dv, depth + 1);
+                            self.pop();
+                            self.memo.walking.remove(&key);
+                            self.memo.walked.insert(key);
+                        }
+                    }
+                    _ => self.unresolved(UnresolvedCause::Malformed(k.clone())),
+                },
+                _ => {}
+            }
+            self.pop();
+        }
+    }
+
+    fn walk_list(&mut self, branches: &'a [Value], depth: usize) {
+        for (i, branch) in branches.iter().enumerate() {
+            if self.exhausted {
+                self.unresolved(UnresolvedCause::NodeBudget);
+                break;
+            }
+            self.push(Seg::Index(i));
+            self.walk(branch, depth + 1);
+            self.pop();
+        }
+    }
+
+    /// Follows a local `$ref`, walking each target once; a target reached
+    /// again while it is being walked is a cycle (unresolvable).
+    fn walk_ref(&mut self, v: &'a Value, depth: usize) {
+        let Value::String(reference) = v else {
+            self.unresolved(UnresolvedCause::Malformed("$ref".to_owned()));
+            return;
+        };
+        let target = match self.resolve(reference) {
+            Ok(target) => target,
+            Err(cause) => {
+                self.unresolved(cause);
+                return;
+            }
+        };
+        let key = addr(target);
+        if self.memo.walking.contains(&key) {
+            self.unresolved(UnresolvedCause::CyclicReference(reference.clone()));
+            return;
+        }
+        if self.memo.walked.contains(&key) {
+            return;
+        }
+        self.memo.walking.insert(key);
+        self.push(Seg::Ref(reference));
+        self.walk(target, depth + 1);
+        self.pop();
+        self.memo.walking.remove(&key);
+        self.memo.walked.insert(key);
+    }
+
+    /// Whitelist enforcement on one schema node (containers and leaves alike).
+    pub(crate) fn mark_unknown_keywords(&mut self, m: &'a Map<String, Value>, depth: usize) {
+        for (k, v) in m {
+            if UNRESOLVABLE_REFERENCE_KEYWORDS.contains(&k.as_str()) {
+                self.push(Seg::Key(k));
+                self.unresolved(UnresolvedCause::DynamicReference(k.clone()));
+                self.pop();
+                continue;
+            }
+            if walker_recognises(k) || self.vendor_annotation(k, v, depth) {
+                continue;
+            }
+            if self.could_carry_subschema(v, depth) {
+                self.push(Seg::Key(k));
+                self.unresolved(UnresolvedCause::UnknownKeyword(k.clone()));
+                self.pop();
+            }
+        }
+    }
+
+    /// Classifies one declared property by its key, then walks its value.
+    fn consider_property(&mut self, key: &'a str, v: &'a Value, depth: usize) {
+        let normalized = normalize_key(key);
+        self.classify_property(key, normalized, v, depth);
+        self.walk_property_value(v, depth);
+    }
+
+    fn walk_property_value(&mut self, v: &'a Value, depth: usize) {
+        match v {
+            Value::Object(_) => self.walk(v, depth),
+            Value::Bool(_) => {}
+            _ => self.unresolved(UnresolvedCause::Malformed("property schema".to_owned())),
+        }
+    }
+
+    /// Records `key` as free-form when its value is.
+    fn classify_property(&mut self, key: &str, normalized: String, v: &'a Value, depth: usize) {
+        let categories = KeyCategories::of(&normalized);
+        if categories.selector {
+            self.selector_present = true;
+        }
+        if let Some(cause) = self.value_free_form(categories.any(), v, depth) {
+            let path = self.pointer();
+            self.free_form.push(FreeFormKey {
+                key: key.to_owned(),
+                identifier_like: is_identifier_like_key(&normalized),
+                exec_tainted: is_exec_tainted_key(&normalized),
+                normalized,
+                path,
+                categories,
+                cause,
+            });
+        }
+    }
+
+    /// A `patternProperties` entry: the keys it may match are judged as
+    /// declared keys. With the `regex` feature the pattern is tested against
+    /// every spelling of every categorised key word; otherwise (or when it
+    /// does not compile) it is unresolvable, and its literal text is still
+    /// judged as a key (so `^command_line$` is a command key either way).
+    fn consider_pattern(&mut self, pattern_text: &'a str, v: &'a Value, depth: usize) {
+        match pattern::matching_key_words(self, pattern_text) {
+            Some(words) => {
+                for word in words {
+                    self.classify_property(pattern_text, (*word).to_owned(), v, depth);
+                }
+                // The keys it matches beyond the key words are uncategorised.
+                self.classify_property(pattern_text, String::new(), v, depth);
+            }
+            None => {
+                self.unresolved(UnresolvedCause::Pattern(pattern_text.to_owned()));
+                self.classify_property(pattern_text, normalize_key(pattern_text), v, depth);
+            }
+        }
+        self.walk_property_value(v, depth);
+    }
+}
