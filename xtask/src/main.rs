@@ -1,5 +1,102 @@
-//! Maintainer tasks: `cargo xtask <task>`.
+//! Maintainer tasks, run as `cargo xtask <task>` (a cargo alias).
+//!
+//! - `migrate --db PATH`: create or migrate a state database and report the
+//!   migrations applied.
+//! - `ci`: what CI runs: `cargo fmt --check`, clippy with `-D warnings` on
+//!   every target, then the test suite.
 
-fn main() -> anyhow::Result<()> {
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+use state_sqlite::{Engine, EngineConfig, MIGRATIONS, schema_version};
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+tasks:
+  migrate --db PATH   create or migrate the state database at PATH
+  ci                  fmt check, clippy -D warnings, tests (what .ci/run does)";
+
+fn main() -> ExitCode {
+    match run(std::env::args().skip(1).collect()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln_err(&format!("xtask: {e:#}"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "xtask reports to the maintainer's terminal"
+)]
+fn eprintln_err(msg: &str) {
+    eprintln!("{msg}");
+}
+
+#[allow(
+    clippy::print_stdout,
+    reason = "xtask reports to the maintainer's terminal"
+)]
+fn say(msg: &str) {
+    println!("{msg}");
+}
+
+fn run(args: Vec<String>) -> Result<()> {
+    match args.first().map(String::as_str) {
+        Some("migrate") => migrate(&args[1..]),
+        Some("ci") => ci(),
+        Some("-h" | "--help" | "help") | None => {
+            say(USAGE);
+            Ok(())
+        }
+        Some(other) => bail!("unknown task {other:?}\n\n{USAGE}"),
+    }
+}
+
+fn migrate(args: &[String]) -> Result<()> {
+    let db = match args {
+        [flag, path] if flag == "--db" => PathBuf::from(path),
+        _ => bail!("migrate needs --db PATH\n\n{USAGE}"),
+    };
+    let engine = Engine::create(&db, EngineConfig::default())
+        .with_context(|| format!("migrating {}", db.display()))?;
+    let version = schema_version(&*engine.conn()?)?;
+    let known = MIGRATIONS
+        .iter()
+        .map(|m| format!("{:04}_{}", m.version, m.name))
+        .collect::<Vec<_>>();
+    say(&format!(
+        "{}: schema version {version} (migrations: {})",
+        db.display(),
+        known.join(", ")
+    ));
+    Ok(())
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    say(&format!("==> cargo {}", args.join(" ")));
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .status()
+        .with_context(|| format!("running cargo {}", args.join(" ")))?;
+    if !status.success() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    Ok(())
+}
+
+fn ci() -> Result<()> {
+    cargo(&["fmt", "--all", "--check"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    cargo(&["test", "--workspace"])?;
     Ok(())
 }

@@ -1,3 +1,77 @@
-//! The `lionrt` command line.
+//! The `lionrt` command line: thin composition root over the runtime crates.
+//!
+//! Output goes to stdout (a table for people, `--json` for machines); logs
+//! and diagnostics go to stderr (`RUST_LOG` filters them).
 
-fn main() {}
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod out;
+mod run;
+mod state;
+
+/// Runtime core for orchestrating AI coding agents: guarded lifecycle state,
+/// supervised agent legs, admission of MCP tools, sandboxes and plugins.
+#[derive(Debug, Parser)]
+#[command(name = "lionrt", version, propagate_version = true)]
+struct Cli {
+    /// The state database (SQLite file).
+    #[arg(long, global = true, env = "LIONRT_DB", default_value = "state.db")]
+    db: PathBuf,
+    /// Print machine-readable JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inspect and change lifecycle state (init, create, transition, history, health).
+    #[command(subcommand)]
+    State(state::StateCmd),
+    /// Run the main job: record a session, supervise a leg, print its history.
+    Run(run::RunArgs),
+    /// The scripted provider's leg: replays an NDJSON script on stdout.
+    #[command(name = "__scripted-leg", hide = true)]
+    ScriptedLeg {
+        /// The NDJSON file to replay (default: the built-in demo).
+        #[arg(long)]
+        script: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
+        Command::Run(args) => run::run(&cli.db, cli.json, args),
+        Command::ScriptedLeg { script } => run::scripted_leg(script.as_deref()),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            out::error(&e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

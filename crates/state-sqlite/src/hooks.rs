@@ -259,3 +259,32 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// Records one message of a session (insert-or-ignore by its id, so
+    /// re-recording the same message adds nothing) and moves the session's
+    /// liveness clock (`last_message_at`) forward. Returns whether the
+    /// message was new.
+    pub fn record_message(
+        &self,
+        session_id: &str,
+        message_id: &str,
+        role: &str,
+        content: &str,
+        at: i64,
+    ) -> Result<bool, StoreError> {
+        self.with_tx(|tx, _| {
+            let added = tx.execute(
+                "INSERT OR IGNORE INTO messages (id, session_id, role, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                rusqlite::params![message_id, session_id, role, content, at],
+            )?;
+            if added > 0 {
+                tx.execute(
+                    "UPDATE sessions SET last_message_at = MAX(COALESCE(last_message_at, 0), ?2) WHERE id = ?1",
+                    rusqlite::params![session_id, at],
+                )?;
+            }
+            Ok((added > 0, None))
+        })
+    }
+}

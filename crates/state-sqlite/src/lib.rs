@@ -50,4 +50,4 @@ pub use service::{
     Store,
 };
 pub use time::now_micros;
-pub use version::{has_wal_reset_fix, wal_reset_warning, warn_if_unfixed};
+pub use version::{has_wal_reset_fix, linked_sqlite_version, wal_reset_warning, warn_if_unfixed};

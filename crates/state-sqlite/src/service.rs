@@ -511,7 +511,9 @@ impl Store {
                 tx.commit()?;
                 drop(conn);
                 if let Some(record) = terminal {
-                    self.notify(&TerminalEvent { transition: *record });
+                    self.notify(&TerminalEvent {
+                        transition: *record,
+                    });
                 }
                 Ok(outcome)
             }

@@ -48,3 +48,8 @@ pub fn warn_if_unfixed(version: &str) -> bool {
         None => false,
     }
 }
+
+/// The version of the SQLite library linked into this build.
+pub fn linked_sqlite_version() -> &'static str {
+    rusqlite::version()
+}

@@ -208,3 +208,39 @@ fn update_session_is_a_plain_set() {
             .expect("no row")
     );
 }
+
+#[test]
+fn messages_are_recorded_once_and_move_the_liveness_clock() {
+    let db = db();
+    db.store
+        .persist_session_start(&start("s1"), &actor(ActorType::Executor))
+        .expect("start");
+    assert!(
+        db.store
+            .record_message("s1", "m1", "assistant", "hi", 50)
+            .expect("first")
+    );
+    assert!(
+        !db.store
+            .record_message("s1", "m1", "assistant", "hi", 60)
+            .expect("again")
+    );
+    assert!(
+        db.store
+            .record_message("s1", "m0", "system", "init", 10)
+            .expect("older")
+    );
+    let last: i64 = db
+        .store
+        .engine()
+        .conn()
+        .expect("conn")
+        .query_row(
+            "SELECT last_message_at FROM sessions WHERE id = 's1'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("row");
+    assert_eq!(last, 50);
+    assert_eq!(count(&db.store, "SELECT count(*) FROM messages"), 2);
+}

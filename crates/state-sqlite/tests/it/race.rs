@@ -139,7 +139,10 @@ fn worker_claim_all() {
             won.push(round.to_string());
         }
     }
-    #[allow(clippy::print_stdout, reason = "the worker reports to its parent on stdout")]
+    #[allow(
+        clippy::print_stdout,
+        reason = "the worker reports to its parent on stdout"
+    )]
     {
         println!("WON {}", won.join(","));
     }
@@ -213,7 +216,10 @@ fn worker_churn() {
     let path = std::env::var(DB).expect("db path");
     let store = open(std::path::Path::new(&path));
     let prefix = std::env::var("STATE_SQLITE_TEST_PREFIX").expect("prefix");
-    #[allow(clippy::print_stdout, reason = "the worker reports to its parent on stdout")]
+    #[allow(
+        clippy::print_stdout,
+        reason = "the worker reports to its parent on stdout"
+    )]
     {
         println!("READY");
     }
