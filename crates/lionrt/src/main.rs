@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod admission;
 mod out;
 mod run;
 mod state;
@@ -32,6 +33,9 @@ enum Command {
     /// Inspect and change lifecycle state (init, create, transition, history, health).
     #[command(subcommand)]
     State(state::StateCmd),
+    /// Audit MCP tool descriptors with the admission gate (for CI and operators).
+    #[command(subcommand)]
+    Admission(admission::AdmissionCmd),
     /// Run the main job: record a session, supervise a leg, print its history.
     Run(run::RunArgs),
     /// The scripted provider's leg: replays an NDJSON script on stdout.
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
+        Command::Admission(cmd) => admission::run(cli.json, cmd),
         Command::Run(args) => run::run(&cli.db, cli.json, args),
         Command::ScriptedLeg { script } => run::scripted_leg(script.as_deref()),
     };

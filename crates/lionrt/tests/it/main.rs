@@ -1,5 +1,6 @@
 //! End-to-end tests of the `lionrt` binary against temp databases.
 
+mod admission;
 mod run;
 mod state;
 

@@ -1,0 +1,69 @@
+//! `lionrt admission check` end to end.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn check(args: &[&str], stdin: &str) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args(["admission", "check"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write");
+    child.wait_with_output().expect("output")
+}
+
+const TOOLS: &str = r##"{"tools": [
+  {"name": "search_code", "description": "Search", "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}}},
+  {"name": "notebook", "inputSchema": {"type": "object", "properties": {"cmd": {"$ref": "#/$defs/L"}}, "$defs": {"L": {"type": "string"}}}}
+]}"##;
+
+#[test]
+fn verdicts_exit_codes_and_formats() {
+    let out = check(&["-", "--format", "jsonl"], TOOLS);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["verdict"], "allow");
+    assert_eq!(lines[1]["verdict"], "deny");
+    assert_eq!(lines[1]["reason"], "unbounded-command-input");
+
+    let safe = r#"[{"name": "search_code", "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}}}]"#;
+    let out = check(&[], safe);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("search_code"));
+
+    let out = check(&["-", "--format", "sarif"], safe);
+    assert_eq!(out.status.code(), Some(0));
+    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sarif json");
+    assert_eq!(sarif["version"], "2.1.0");
+    assert!(
+        sarif["runs"][0]["tool"]["driver"]["rules"]
+            .as_array()
+            .is_some_and(|r| r.len() >= 5)
+    );
+}
+
+#[test]
+fn unreadable_input_exits_2_naming_the_place() {
+    let out = check(&[], "{\"tools\": [\n  {\"name\": \"x\",,}\n]}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains('2'), "names the line: {err}");
+    let out = check(&["/definitely/not/here.json"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/definitely/not/here.json"));
+    let out = check(&["-", "--format", "xml"], "[]");
+    assert_eq!(out.status.code(), Some(2));
+}
