@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod admission;
 mod out;
 mod run;
+mod sandbox;
 mod state;
 
 /// Runtime core for orchestrating AI coding agents: guarded lifecycle state,
@@ -36,6 +37,9 @@ enum Command {
     /// Audit MCP tool descriptors with the admission gate (for CI and operators).
     #[command(subcommand)]
     Admission(admission::AdmissionCmd),
+    /// Manage git worktree sandboxes (create, ls, merge, cleanup).
+    #[command(subcommand)]
+    Sandbox(sandbox::SandboxCmd),
     /// Run the main job: record a session, supervise a leg, print its history.
     Run(run::RunArgs),
     /// The scripted provider's leg: replays an NDJSON script on stdout.
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
         Command::Admission(cmd) => admission::run(cli.json, cmd),
+        Command::Sandbox(cmd) => sandbox::run(cli.json, cmd),
         Command::Run(args) => run::run(&cli.db, cli.json, args),
         Command::ScriptedLeg { script } => run::scripted_leg(script.as_deref()),
     };

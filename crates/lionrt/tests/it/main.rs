@@ -2,6 +2,7 @@
 
 mod admission;
 mod run;
+mod sandbox;
 mod state;
 
 use std::path::Path;
