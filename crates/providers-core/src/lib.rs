@@ -1,0 +1,76 @@
+//! The provider seam and everything the agent-CLI providers share.
+//!
+//! - [`CliFields`], [`FlagSpec`], [`FlagKind`]: the CLI flag metadata
+//!   protocol. A request declares one kind per field (`value`, `bool`,
+//!   `bool_pair`, `list_args`, `json_value`, `repeat`) and argv is built
+//!   from that metadata alone, one value per argv element, never a shell
+//!   string.
+//! - [`Effort`], [`normalize_effort`], [`clamp_codex_effort`],
+//!   [`clamp_agy_effort`]: the effort vocabulary and clamps. Unknown levels
+//!   are an error, never a silent clamp.
+//! - [`StreamEvent`]: the provider-neutral event every parser yields.
+//! - [`Provider`], [`StreamParser`], [`Invocation`]: the seam the supervisor
+//!   runs. Synchronous; it names no async runtime.
+//! - [`retry_with_backoff`], [`call_with_retries`]: retries with per-instance
+//!   exclusion and the endpoint retry contract; [`replayable_body`] for
+//!   request bodies a retry may resend.
+//! - [`apply_forwarded_mcp_servers`], [`codex_mcp_overrides`]: MCP server
+//!   set forwarding (an explicit empty set is still forwarded).
+//!
+//! **Invariant:** no process, file or network I/O happens here except
+//! [`PrivateFile::write_owner_only`], the one place an owner-only file is
+//! created, and reading a caller-supplied body in [`replayable_body`].
+//!
+//! ```
+//! use providers_core::{build_declarative_cli_args, normalize_effort, Effort, FlagKind,
+//!     FlagSpec, FlagValue};
+//!
+//! const SPECS: &[FlagSpec] = &[
+//!     FlagSpec::new("model", "--model", FlagKind::Value),
+//!     FlagSpec::new("verbose", "--verbose", FlagKind::Bool),
+//! ];
+//! let argv = build_declarative_cli_args(SPECS, |f| match f {
+//!     "model" => Some(FlagValue::Str("sonnet".into())),
+//!     "verbose" => Some(FlagValue::Bool(true)),
+//!     _ => None,
+//! })?;
+//! assert_eq!(argv, ["--model", "sonnet", "--verbose"]);
+//! assert_eq!(normalize_effort("  High ")?, Effort::High);
+//! assert!(normalize_effort("extreme").is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Features: none.
+
+mod body;
+mod effort;
+mod error;
+mod event;
+mod flags;
+mod mcp;
+mod provider;
+mod retry;
+
+pub use body::{BodyFactory, BodySource, ReadSeek, replayable_body};
+pub use effort::{
+    AgyTier, Effort, clamp_agy_effort, clamp_codex_effort, codex_effort_ceiling, normalize_effort,
+    strip_provider,
+};
+pub use error::{Error, HttpError};
+pub use event::{ErrorKind, FinalResult, StreamEvent, Usage};
+pub use flags::{
+    CliFields, FlagKind, FlagSpec, FlagValue, build_cli_args_from_map, build_declarative_cli_args,
+    parse_declarative_cli_args,
+};
+pub use mcp::{
+    CODEX_SECRET_FIELDS, CodexMcpPlan, ForwardedMcp, MCP_EXCLUSIVE_KEY, MCP_SERVERS_KEY,
+    STRICT_MCP_CONFIG_KEY, apply_forwarded_mcp_servers, codex_mcp_overrides,
+    provider_accepts_forwarded_mcp,
+};
+pub use provider::{
+    AgentRequest, Invocation, PrivateFile, Provider, Stdin, StreamParser, parse_stream,
+};
+pub use retry::{
+    Backoff, EndpointRetry, RetryConfig, TransportFailure, call_with_retries, classify_http_error,
+    retry_with_backoff,
+};
