@@ -36,7 +36,6 @@ const READ_CHUNK: usize = 64 * 1024;
 /// Dropping a `Leg` whose teardown did not complete (including dropping a
 /// future that owns it at any await point) runs a synchronous SIGKILL
 /// backstop under the same evidence rule as [`Leg::end`].
-#[derive(Debug)]
 pub struct Leg {
     child: Child,
     record: SpawnedProcess,
@@ -486,6 +485,20 @@ impl Leg {
                 }
             }
         }));
+    }
+}
+
+/// Renders identity and state only: buffered output and pipes stay out.
+impl std::fmt::Debug for Leg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leg")
+            .field("record", &self.record)
+            .field("containment", &self.containment())
+            .field("pidfd", &self.pidfd.is_some())
+            .field("reaped", &self.reaped)
+            .field("ended", &self.ended)
+            .field("watchdogs", &self.watchdogs)
+            .finish_non_exhaustive()
     }
 }
 

@@ -37,6 +37,30 @@
 //! as placeholders (`<env: N variable(s)>`, `<on_spawn>`) in Debug, Display,
 //! serde output and error messages.
 //!
+//! # Decisions where the spec is open
+//!
+//! - **Teardown keeps the leader unreaped until the group is empty.** Exit
+//!   is observed through the pidfd (or `waitid(WNOWAIT)`) without reaping,
+//!   so every SIGTERM/SIGKILL of a normal teardown rests on the strongest
+//!   evidence (an unreaped leader pins the group id); the after-reap branch
+//!   of the evidence rule is what the Drop backstop and other callers use.
+//! - **Zombies are not live members.** After the reap, only a non-zombie
+//!   member counts as evidence; a zombie-only group is treated as empty.
+//! - **Pid guard (Ambiguities B.3):** the one group-signalling function
+//!   refuses group ids ≤ 1 and this process's own group.
+//! - **Watchdogs (B.5):** `LIONAGI_WORKER_LIVENESS_TIMEOUT` and
+//!   `LIONAGI_WORKER_IDLE_TIMEOUT` set the *default* timeouts in seconds
+//!   (`0` disables; unset means 180 s and 900 s), read only through
+//!   [`Watchdogs::from_env`]. Defaults apply only when the transport declares
+//!   `streams_first_output_early`; watchdogs set explicitly
+//!   ([`LegSpec::explicit_watchdogs`]) apply regardless. A watchdog that
+//!   fires ends the leg's group before the error is returned.
+//! - **Secrets (B.4):** see [`fill_declared_secrets`] and [`SettingsFile`].
+//! - **Containment:** process group by default; [`ContainmentPolicy`] opts
+//!   into a cgroup of its own where cgroup v2 is writable. The leg is moved
+//!   right after spawn (no `pre_exec`), so a descendant forked in the first
+//!   instants stays outside the cgroup but inside the process group.
+//!
 //! # Example
 //!
 //! ```

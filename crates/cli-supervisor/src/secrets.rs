@@ -252,6 +252,14 @@ pub struct SecretResolution {
 /// Adds each declared, unset variable to `env` by running the lookup
 /// command. Purely additive: nothing configured returns `env` unchanged
 /// (`Inherit` stays `Inherit`), and a failed lookup leaves the variable out.
+///
+/// Readings of what the spec leaves open (Ambiguities B.4), each the one
+/// that fails closed: with `Inherit`, a variable set in this process counts
+/// as already set; with `Inherit` and a resolved secret the child gets this
+/// process's environment plus the secret; `reason` is set only for a refused
+/// configuration (a store that runs and fails is listed in `failed`); one
+/// trailing newline is trimmed, an empty value is a failure, and each lookup
+/// is bounded by [`SecretLookup::DEFAULT_TIMEOUT`].
 pub async fn fill_declared_secrets(config: &LookupConfig, env: EnvPolicy) -> SecretResolution {
     let mut resolution = SecretResolution {
         env,
