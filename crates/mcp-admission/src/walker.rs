@@ -217,7 +217,10 @@ impl<'a> Engine<'a> {
         if categories.selector {
             self.selector_present = true;
         }
-        if let Some(cause) = self.value_free_form(categories.any(), v, depth) {
+        // An untyped value under an exec-tainted key is as free-form as one
+        // under a categorised key: the key itself names an executor channel.
+        let untyped_counts = categories.any() || is_exec_tainted_key(&normalized);
+        if let Some(cause) = self.value_free_form(untyped_counts, v, depth) {
             let path = self.pointer();
             self.free_form.push(FreeFormKey {
                 key: key.to_owned(),

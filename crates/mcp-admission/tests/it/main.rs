@@ -4,6 +4,7 @@ mod batch;
 mod cases;
 mod contracts;
 mod props;
+mod worst;
 
 use mcp_admission::{AdmissionReport, Reason, explain_tool_admission, validate_tool_admission};
 use serde_json::Value;
