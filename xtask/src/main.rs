@@ -2,6 +2,7 @@
 //!
 //! - `migrate --db PATH`: create or migrate a state database and report the
 //!   migrations applied.
+//! - `tidy`: repository rules (also run as a test of this crate).
 //! - `ci`: what CI runs: `cargo fmt --check`, clippy with `-D warnings` on
 //!   every target, then the test suite.
 
@@ -11,10 +12,13 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, Result, bail};
 use state_sqlite::{Engine, EngineConfig, MIGRATIONS, schema_version};
 
+mod tidy;
+
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
   migrate --db PATH   create or migrate the state database at PATH
+  tidy                repository rules (file headers, dependency invariants)
   ci                  fmt check, clippy -D warnings, tests (what .ci/run does)";
 
 fn main() -> ExitCode {
@@ -47,6 +51,17 @@ fn run(args: Vec<String>) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("migrate") => migrate(&args[1..]),
         Some("ci") => ci(),
+        Some("tidy") => {
+            let problems = tidy::check();
+            for p in &problems {
+                say(p);
+            }
+            if problems.is_empty() {
+                Ok(())
+            } else {
+                bail!("{} tidy problem(s)", problems.len())
+            }
+        }
         Some("-h" | "--help" | "help") | None => {
             say(USAGE);
             Ok(())

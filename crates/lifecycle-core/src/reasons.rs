@@ -339,12 +339,13 @@ impl DeferralSampler {
         }
     }
 
-    /// Counts one deferral; true when this one must be recorded (with its own
-    /// timestamp, not the stretch's first).
-    pub fn record(&mut self) -> bool {
-        let record = self.count.is_multiple_of(self.every);
+    /// Counts one deferral that happened at `at`; returns the timestamp to
+    /// stamp on a row when this deferral is sampled (its own time, never the
+    /// stretch's first), or `None` when it is only counted.
+    pub fn record(&mut self, at: i64) -> Option<i64> {
+        let sampled = self.count.is_multiple_of(self.every);
         self.count += 1;
-        record
+        sampled.then_some(at)
     }
 
     /// Deferrals counted in the current stretch.

@@ -84,4 +84,28 @@ mod tests {
     fn the_command_line_definition_is_consistent() {
         super::Cli::command().debug_assert();
     }
+
+    fn names(cmd: &clap::Command, out: &mut Vec<String>) {
+        for sub in cmd.get_subcommands() {
+            out.push(sub.get_name().to_owned());
+            names(sub, out);
+        }
+    }
+
+    // contract: SQL-043
+    #[test]
+    fn no_command_emits_a_stop_control() {
+        let mut all = Vec::new();
+        names(&super::Cli::command(), &mut all);
+        assert!(
+            all.iter().any(|n| n == "transition"),
+            "the walk sees nested commands: {all:?}"
+        );
+        assert!(!all.iter().any(|n| n.contains("stop")), "{all:?}");
+        // The only way to enqueue a control has no stop verb either.
+        assert!(
+            serde_json::from_str::<state_sqlite::controls::ControlVerb>(r#"{"verb":"stop"}"#)
+                .is_err()
+        );
+    }
 }

@@ -157,14 +157,28 @@ fn capacity_deferrals_are_sampled() {
     for every in [1u64, 3, 10] {
         for k in 1u64..40 {
             let mut s = DeferralSampler::new(every);
-            let recorded = (0..k).filter(|_| s.record()).count() as u64;
+            let recorded = (0..k).filter_map(|i| s.record(i as i64)).count() as u64;
             assert_eq!(recorded, 1 + (k - 1) / every, "every={every} k={k}");
             assert_eq!(s.count(), k);
         }
     }
     let mut s = DeferralSampler::new(5);
-    assert!(s.record());
-    assert!(!s.record());
+    assert!(s.record(0).is_some());
+    assert!(s.record(1).is_none());
     s.reset();
-    assert!(s.record(), "a new stretch records its first deferral");
+    assert!(
+        s.record(2).is_some(),
+        "a new stretch records its first deferral"
+    );
+}
+
+// contract: LC-048
+#[test]
+fn a_sampled_row_carries_its_own_deferrals_time() {
+    let mut s = DeferralSampler::new(3);
+    let stamps: Vec<i64> = [100, 105, 111, 120, 130, 131, 140]
+        .into_iter()
+        .filter_map(|t| s.record(t))
+        .collect();
+    assert_eq!(stamps, [100, 120, 140]);
 }
