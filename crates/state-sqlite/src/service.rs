@@ -180,7 +180,8 @@ pub(crate) fn read_row(
     }
     sql.push_str(&format!(" FROM {} WHERE id = ?1", policy.table()));
     Ok(tx
-        .query_row(&sql, [id], |r| {
+        .prepare_cached(&sql)?
+        .query_row([id], |r| {
             let mut snapshot = RowSnapshot {
                 status: r.get(0)?,
                 version: r.get(1)?,
@@ -208,11 +209,12 @@ fn append_history(
     let override_json = plan.override_used.as_ref().map(|o| {
         json!({"actor": {"type": o.actor.kind, "id": o.actor.id}, "justification": o.justification}).to_string()
     });
-    tx.execute(
+    tx.prepare_cached(
         "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code,
             reason_summary, reason_json, actor_type, actor_id, override_json, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        params![
+    )?
+    .execute(params![
             entity_type,
             entity_id,
             plan.from_status,
@@ -224,8 +226,7 @@ fn append_history(
             actor.id,
             override_json,
             at
-        ],
-    )?;
+        ])?;
     Ok(TransitionRecord {
         id: tx.last_insert_rowid(),
         entity_type: entity_type.to_owned(),
@@ -271,7 +272,7 @@ fn execute_plan(
     let version = next_version(row_version);
     // A savepoint scopes the append to this plan, so a zero-row UPDATE undoes
     // it even when the caller's transaction goes on (persist hooks).
-    tx.execute_batch("SAVEPOINT write_plan")?;
+    tx.prepare_cached("SAVEPOINT write_plan")?.execute([])?;
     let record = append_history(
         tx,
         policy.entity_type(),
@@ -308,7 +309,8 @@ fn execute_plan(
                 names.join(", "),
                 marks.join(", ")
             );
-            tx.execute(&sql, params_from_iter(cols.into_iter().map(|(_, v)| v)))?
+            tx.prepare_cached(&sql)?
+                .execute(params_from_iter(cols.into_iter().map(|(_, v)| v)))?
         }
         Some(from) => {
             let mut sql = format!("UPDATE {} SET ", policy.table());
@@ -332,7 +334,7 @@ fn execute_plan(
                 values.push(to_sql(v));
                 sql.push_str(&format!(" AND {c} IS ?{}", values.len()));
             }
-            tx.execute(&sql, params_from_iter(values))?
+            tx.prepare_cached(&sql)?.execute(params_from_iter(values))?
         }
     };
     if changed == 0 {
@@ -350,7 +352,7 @@ fn execute_plan(
             ))),
         };
     }
-    tx.execute_batch("RELEASE write_plan")?;
+    tx.prepare_cached("RELEASE write_plan")?.execute([])?;
     if let Some(o) = &plan.override_used {
         admin_event(
             tx,
