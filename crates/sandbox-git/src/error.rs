@@ -76,6 +76,15 @@ pub enum Error {
         /// The conflicting paths (lossy UTF-8).
         paths: Vec<String>,
     },
+    /// Walking a work tree for untracked files failed.
+    #[error("walking work tree {path} failed")]
+    Walk {
+        /// The work tree.
+        path: PathBuf,
+        /// The walker's error.
+        #[source]
+        source: ignore::Error,
+    },
     /// A sandbox id is empty, too long or has characters outside
     /// `[A-Za-z0-9._-]`.
     #[error("invalid sandbox id {id:?}")]

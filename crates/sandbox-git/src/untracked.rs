@@ -1,8 +1,11 @@
 //! Untracked-file listing with raw, verbatim paths.
 
+use std::collections::HashSet;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-use git2::{Status, StatusOptions, StatusShow};
+use ignore::WalkBuilder;
 
 use crate::error::Error;
 
@@ -11,30 +14,120 @@ use crate::error::Error;
 /// relative to the work tree, `/`-separated, sorted bytewise.
 ///
 /// Paths come back verbatim (spaces, quotes, newlines, non-UTF-8 bytes; no
-/// quoting or escaping as in `git status --porcelain`), each file inside an
-/// untracked directory is its own entry (never one `dir/` entry), and files
-/// matched by `.gitignore`, `.git/info/exclude` or `core.excludesFile` are
-/// left out.
+/// quoting or escaping as in `git status --porcelain`), and each file inside
+/// an untracked directory is its own entry, never one `dir/` entry. Files
+/// excluded by `.gitignore` files, `info/exclude` (of the common git dir, so
+/// linked worktrees share it) or the global excludes file are left out. As
+/// with git, an untracked nested repository is one entry `sub/`, and the
+/// inside of a submodule is not listed.
+///
+/// The walk is ripgrep's `ignore` walker with only git's rules switched on,
+/// and the index read through libgit2 says what is tracked: libgit2's own
+/// status walk was four to six times slower than the git CLI on 10,000
+/// untracked files. Known difference: a `core.excludesFile` set only in the
+/// repository's own config is not read (the global and XDG ones are).
 ///
 /// # Errors
-/// When the repository cannot be opened or its status cannot be read.
+/// When the repository cannot be opened, is bare, its index cannot be read
+/// or a directory cannot be read.
 pub fn list_untracked_files(worktree: &Path) -> Result<Vec<Vec<u8>>, Error> {
     let repo = crate::session::open(worktree)?;
-    let mut opts = StatusOptions::new();
-    opts.show(StatusShow::Workdir)
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .include_ignored(false)
-        .exclude_submodules(true)
-        .renames_index_to_workdir(false);
-    let statuses = repo
-        .statuses(Some(&mut opts))
-        .map_err(|e| Error::git("read status", worktree, e))?;
-    let mut paths: Vec<Vec<u8>> = statuses
-        .iter()
-        .filter(|e| e.status().contains(Status::WT_NEW))
-        .map(|e| e.path_bytes().to_vec())
-        .collect();
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| {
+            Error::git(
+                "find work tree",
+                worktree,
+                git2::Error::from_str("repository is bare"),
+            )
+        })?
+        .to_owned();
+    let index = repo
+        .index()
+        .map_err(|e| Error::git("read index", worktree, e))?;
+    let tracked: Arc<HashSet<Vec<u8>>> = Arc::new(index.iter().map(|e| e.path).collect());
+    drop(index);
+    drop(repo);
+
+    let nested = Arc::new(Mutex::new(Vec::new()));
+    let mut builder = WalkBuilder::new(&workdir);
+    builder
+        .standard_filters(false)
+        .hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
+        .require_git(false)
+        .follow_links(false);
+    {
+        let workdir = workdir.clone();
+        let tracked = Arc::clone(&tracked);
+        let nested = Arc::clone(&nested);
+        builder.filter_entry(move |entry| {
+            if entry.file_name() == ".git" {
+                return false;
+            }
+            let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+            if !is_dir || entry.depth() == 0 {
+                return true;
+            }
+            let rel = relative(entry.path(), &workdir);
+            // A submodule (a gitlink in the index): its inside is not ours.
+            if tracked.contains(rel) {
+                return false;
+            }
+            // An untracked nested repository: git lists it as `sub/`.
+            if entry.path().join(".git").exists() {
+                let mut path = rel.to_vec();
+                path.push(b'/');
+                nested
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(path);
+                return false;
+            }
+            true
+        });
+    }
+
+    let mut paths = Vec::new();
+    for entry in builder.build() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            // A malformed line in an ignore file: git skips such a pattern
+            // too, so this is no reason to fail the listing.
+            Err(err) if err.is_partial() => {
+                tracing::debug!(error = %err, "ignore file partly unreadable");
+                continue;
+            }
+            Err(source) => {
+                return Err(Error::Walk {
+                    path: worktree.to_owned(),
+                    source,
+                });
+            }
+        };
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            continue;
+        }
+        let rel = relative(entry.path(), &workdir);
+        if !rel.is_empty() && !tracked.contains(rel) {
+            paths.push(rel.to_vec());
+        }
+    }
+    paths.append(
+        &mut nested
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
     paths.sort_unstable();
     Ok(paths)
+}
+
+fn relative<'a>(path: &'a Path, workdir: &Path) -> &'a [u8] {
+    path.strip_prefix(workdir)
+        .map(|p| p.as_os_str().as_bytes())
+        .unwrap_or_default()
 }
