@@ -47,6 +47,7 @@ mod effort;
 mod error;
 mod event;
 mod flags;
+mod kwargs;
 mod mcp;
 mod provider;
 mod retry;
@@ -62,6 +63,7 @@ pub use flags::{
     CliFields, FlagKind, FlagSpec, FlagValue, build_cli_args_from_map, build_declarative_cli_args,
     parse_declarative_cli_args,
 };
+pub use kwargs::Kwargs;
 pub use mcp::{
     CODEX_SECRET_FIELDS, CodexMcpPlan, ForwardedMcp, MCP_EXCLUSIVE_KEY, MCP_SERVERS_KEY,
     STRICT_MCP_CONFIG_KEY, apply_forwarded_mcp_servers, codex_mcp_overrides,

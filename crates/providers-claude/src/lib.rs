@@ -1,0 +1,34 @@
+//! The Claude Code CLI provider.
+//!
+//! [`ClaudeCodeRequest`] declares one flag kind per CLI-mappable field
+//! ([`CLAUDE_FLAGS`]) and argv is built from that metadata alone.
+//! `mcp_servers` is `None` by default and emits nothing; `Some({})` emits
+//! `--mcp-config {"mcpServers":{}}`, forcing zero servers. Write-target
+//! paths (`system_prompt_file`, `append_system_prompt_file`, `mcp_config`,
+//! `settings`) must stay inside the workspace; `add_dir` is exempt (an
+//! absolute `add_dir` is an intentional read-only grant).
+//! [`ClaudeParser`] reads `--output-format stream-json`.
+//!
+//! ```
+//! use providers_core::{AgentRequest, Provider};
+//! use providers_claude::ClaudeProvider;
+//!
+//! let mut req = AgentRequest::new("count the TODOs");
+//! req.model = Some("sonnet".into());
+//! let inv = ClaudeProvider::default().invocation(&req)?;
+//! assert_eq!(inv.argv, ["claude", "-p", "--output-format", "stream-json", "--verbose",
+//!     "--model", "sonnet", "--", "count the TODOs"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Features: none.
+
+mod error;
+mod parser;
+mod provider;
+mod request;
+
+pub use error::Error;
+pub use parser::ClaudeParser;
+pub use provider::ClaudeProvider;
+pub use request::{CLAUDE_FLAGS, ClaudeCodeRequest};

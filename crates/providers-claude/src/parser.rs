@@ -1,0 +1,165 @@
+//! Parsing `--output-format stream-json` lines into stream events.
+
+use providers_core::{ErrorKind, FinalResult, StreamEvent, StreamParser, Usage};
+use serde_json::Value;
+
+/// The stream-json parser. Success is read from `result.is_error`, never
+/// from `subtype` alone (API failures arrive as `subtype:"success"` with
+/// `is_error:true`).
+#[derive(Debug, Default, Clone)]
+pub struct ClaudeParser {
+    session_id: Option<String>,
+    finished: bool,
+}
+
+fn u64_at(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_u64)
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+impl ClaudeParser {
+    fn note_session(&mut self, v: &Value, out: &mut Vec<StreamEvent>) {
+        if let Some(id) = str_at(v, "session_id")
+            && self.session_id.as_deref() != Some(id)
+        {
+            self.session_id = Some(id.to_owned());
+            out.push(StreamEvent::SessionId { id: id.to_owned() });
+        }
+    }
+
+    fn assistant(v: &Value, out: &mut Vec<StreamEvent>) {
+        let blocks = v
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array);
+        for block in blocks.into_iter().flatten() {
+            match str_at(block, "type") {
+                Some("text") => {
+                    if let Some(t) = str_at(block, "text") {
+                        out.push(StreamEvent::Text { text: t.to_owned() });
+                    }
+                }
+                Some("thinking") => {
+                    if let Some(t) = str_at(block, "thinking") {
+                        out.push(StreamEvent::Thinking { text: t.to_owned() });
+                    }
+                }
+                Some("tool_use" | "server_tool_use") => out.push(StreamEvent::ToolUse {
+                    id: str_at(block, "id").unwrap_or_default().to_owned(),
+                    name: str_at(block, "name").unwrap_or_default().to_owned(),
+                    input: block.get("input").cloned().unwrap_or(Value::Null),
+                }),
+                _ => {}
+            }
+        }
+        // A synthetic API-error message names its class at the top level;
+        // the `result` that follows carries the verdict.
+        if let Some(code) = str_at(v, "error") {
+            out.push(StreamEvent::error(
+                ErrorKind::Warning,
+                format!("api error: {code}"),
+            ));
+        }
+    }
+
+    fn user(v: &Value, out: &mut Vec<StreamEvent>) {
+        let blocks = v
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array);
+        for block in blocks.into_iter().flatten() {
+            if str_at(block, "type") == Some("tool_result") {
+                out.push(StreamEvent::ToolResult {
+                    id: str_at(block, "tool_use_id").unwrap_or_default().to_owned(),
+                    content: block.get("content").cloned().unwrap_or(Value::Null),
+                    is_error: block
+                        .get("is_error")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                });
+            }
+        }
+    }
+
+    fn result(&mut self, v: &Value, out: &mut Vec<StreamEvent>) {
+        self.finished = true;
+        if let Some(u) = v.get("usage") {
+            out.push(StreamEvent::Usage(Usage {
+                input_tokens: u64_at(u, "input_tokens"),
+                output_tokens: u64_at(u, "output_tokens"),
+                cached_input_tokens: u64_at(u, "cache_read_input_tokens"),
+                cache_write_tokens: u64_at(u, "cache_creation_input_tokens"),
+                cost_usd: v
+                    .get("total_cost_usd")
+                    .or_else(|| v.get("cost_usd"))
+                    .and_then(Value::as_f64),
+                ..Usage::default()
+            }));
+        }
+        let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+        let text = str_at(v, "result").map(str::to_owned);
+        let error = is_error.then(|| {
+            let errors: Vec<&str> = v
+                .get("errors")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if errors.is_empty() {
+                text.clone()
+                    .unwrap_or_else(|| "claude reported an error".into())
+            } else {
+                errors.join("; ")
+            }
+        });
+        out.push(StreamEvent::Final(FinalResult {
+            is_error,
+            text,
+            error,
+            subtype: str_at(v, "subtype").map(str::to_owned),
+        }));
+    }
+}
+
+impl StreamParser for ClaudeParser {
+    fn parse_value(&mut self, v: &Value) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        let Some(kind) = str_at(v, "type") else {
+            return vec![StreamEvent::error(ErrorKind::BadShape, "event has no type")];
+        };
+        match kind {
+            "system" if str_at(v, "subtype") == Some("init") => self.note_session(v, &mut out),
+            "assistant" => {
+                self.note_session(v, &mut out);
+                Self::assistant(v, &mut out);
+            }
+            "user" => Self::user(v, &mut out),
+            "result" => {
+                self.note_session(v, &mut out);
+                self.result(v, &mut out);
+            }
+            // rate_limit_event, stream_event, tool_progress, ...: informational.
+            _ => {}
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        if self.finished {
+            Vec::new()
+        } else {
+            vec![StreamEvent::error(
+                ErrorKind::Incomplete,
+                "stream ended without a result event",
+            )]
+        }
+    }
+
+    fn resume_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+}

@@ -1,0 +1,75 @@
+//! The `Provider` impl: argv, cwd and stdin for a Claude Code leg.
+
+use std::path::PathBuf;
+
+use providers_core::{AgentRequest, CliFields, Invocation, Provider, Stdin};
+
+use crate::error::Error;
+use crate::parser::ClaudeParser;
+use crate::request::ClaudeCodeRequest;
+
+/// Drives `claude -p --output-format stream-json --verbose`.
+#[derive(Debug, Clone)]
+pub struct ClaudeProvider {
+    /// The program to run.
+    pub program: PathBuf,
+}
+
+impl Default for ClaudeProvider {
+    fn default() -> Self {
+        Self {
+            program: PathBuf::from("claude"),
+        }
+    }
+}
+
+impl ClaudeProvider {
+    /// The invocation for a fully typed request.
+    ///
+    /// argv: program, `-p`, `--output-format stream-json --verbose` (the
+    /// CLI refuses stream-json without `--verbose`), the metadata-driven
+    /// flags, then `--` and the prompt, so a prompt starting with `-` is
+    /// never read as a flag and no variadic flag swallows it. The
+    /// workspace becomes the cwd; stdin is the null device.
+    pub fn invocation_for(&self, req: &ClaudeCodeRequest) -> Result<Invocation, Error> {
+        req.validate()?;
+        let mut argv = vec![
+            self.program.to_string_lossy().into_owned(),
+            "-p".into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--verbose".into(),
+        ];
+        argv.extend(req.cli_args()?);
+        argv.push("--".into());
+        argv.push(req.prompt.clone());
+        Ok(Invocation {
+            argv,
+            cwd: req.workspace.clone(),
+            stdin: Stdin::Null,
+            ..Invocation::default()
+        })
+    }
+}
+
+impl Provider for ClaudeProvider {
+    type Parser = ClaudeParser;
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+
+    fn invocation(&self, request: &AgentRequest) -> Result<Invocation, Error> {
+        self.invocation_for(&ClaudeCodeRequest::from_agent_request(request)?)
+    }
+
+    fn parser(&self) -> ClaudeParser {
+        ClaudeParser::default()
+    }
+
+    /// `system/init` arrives right after spawn.
+    fn streams_first_output_early(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,299 @@
+//! The Claude Code request: every CLI-mappable field with its flag kind.
+
+use std::path::{Component, Path, PathBuf};
+
+use providers_core::{AgentRequest, CliFields, FlagKind, FlagSpec, FlagValue, Kwargs};
+use serde_json::{Map, Value, json};
+
+use crate::error::Error;
+
+/// Every CLI-mappable field, in argv order. Building argv reads only this.
+pub const CLAUDE_FLAGS: &[FlagSpec] = &[
+    FlagSpec::new("model", "--model", FlagKind::Value),
+    FlagSpec::new("fallback_model", "--fallback-model", FlagKind::Value),
+    FlagSpec::new("permission_mode", "--permission-mode", FlagKind::Value),
+    FlagSpec::new("max_turns", "--max-turns", FlagKind::Value),
+    FlagSpec::new("system_prompt", "--system-prompt", FlagKind::Value),
+    FlagSpec::new(
+        "system_prompt_file",
+        "--system-prompt-file",
+        FlagKind::Value,
+    ),
+    FlagSpec::new(
+        "append_system_prompt",
+        "--append-system-prompt",
+        FlagKind::Value,
+    ),
+    FlagSpec::new(
+        "append_system_prompt_file",
+        "--append-system-prompt-file",
+        FlagKind::Value,
+    ),
+    FlagSpec::new("allowed_tools", "--allowedTools", FlagKind::ListArgs),
+    FlagSpec::new("disallowed_tools", "--disallowedTools", FlagKind::ListArgs),
+    FlagSpec::new("add_dir", "--add-dir", FlagKind::ListArgs),
+    FlagSpec::new("mcp_config", "--mcp-config", FlagKind::Value),
+    FlagSpec::new("mcp_servers", "--mcp-config", FlagKind::JsonValue),
+    FlagSpec::new("strict_mcp_config", "--strict-mcp-config", FlagKind::Bool),
+    FlagSpec::new("settings", "--settings", FlagKind::Value),
+    FlagSpec::new("setting_sources", "--setting-sources", FlagKind::Value),
+    FlagSpec::new("agents", "--agents", FlagKind::JsonValue),
+    FlagSpec::new("plugin_dirs", "--plugin-dir", FlagKind::Repeat),
+    FlagSpec::new("resume", "--resume", FlagKind::Value),
+    FlagSpec::new("continue_conversation", "--continue", FlagKind::Bool),
+    FlagSpec::new("fork_session", "--fork-session", FlagKind::Bool),
+    FlagSpec::new("session_id", "--session-id", FlagKind::Value),
+    FlagSpec::new(
+        "include_partial_messages",
+        "--include-partial-messages",
+        FlagKind::Bool,
+    ),
+    FlagSpec::new(
+        "dangerously_skip_permissions",
+        "--dangerously-skip-permissions",
+        FlagKind::Bool,
+    ),
+];
+
+/// A Claude Code (`claude -p --output-format stream-json`) request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaudeCodeRequest {
+    /// The prompt (passed after `--`).
+    pub prompt: String,
+    /// The repository the leg works in; becomes the child's cwd and the
+    /// containment root of write-target paths.
+    pub workspace: Option<PathBuf>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--fallback-model`.
+    pub fallback_model: Option<String>,
+    /// `--permission-mode`.
+    pub permission_mode: Option<String>,
+    /// `--max-turns`.
+    pub max_turns: Option<u64>,
+    /// `--system-prompt`.
+    pub system_prompt: Option<String>,
+    /// `--system-prompt-file` (contained in the repository).
+    pub system_prompt_file: Option<PathBuf>,
+    /// `--append-system-prompt`.
+    pub append_system_prompt: Option<String>,
+    /// `--append-system-prompt-file` (contained in the repository).
+    pub append_system_prompt_file: Option<PathBuf>,
+    /// `--allowedTools a b ...`.
+    pub allowed_tools: Vec<String>,
+    /// `--disallowedTools a b ...`.
+    pub disallowed_tools: Vec<String>,
+    /// `--add-dir a b ...`: read-only grants, absolute paths allowed.
+    pub add_dir: Vec<PathBuf>,
+    /// `--mcp-config <path>` (relative, contained in the repository).
+    pub mcp_config: Option<PathBuf>,
+    /// `--mcp-config {"mcpServers":...}`. `None` emits nothing; `Some({})`
+    /// forces zero servers.
+    pub mcp_servers: Option<Map<String, Value>>,
+    /// `--strict-mcp-config`.
+    pub strict_mcp_config: bool,
+    /// `--settings` (contained in the repository).
+    pub settings: Option<PathBuf>,
+    /// `--setting-sources`.
+    pub setting_sources: Option<String>,
+    /// `--agents <json>`.
+    pub agents: Option<Value>,
+    /// `--plugin-dir`, once per entry.
+    pub plugin_dirs: Vec<String>,
+    /// `--resume <session id>`.
+    pub resume: Option<String>,
+    /// `--continue`.
+    pub continue_conversation: bool,
+    /// `--fork-session`.
+    pub fork_session: bool,
+    /// `--session-id`.
+    pub session_id: Option<String>,
+    /// `--include-partial-messages`.
+    pub include_partial_messages: bool,
+    /// `--dangerously-skip-permissions`.
+    pub dangerously_skip_permissions: bool,
+}
+
+fn path_value(p: &Option<PathBuf>) -> Option<FlagValue> {
+    p.as_ref()
+        .map(|p| FlagValue::Str(p.to_string_lossy().into_owned()))
+}
+
+fn str_value(s: &Option<String>) -> Option<FlagValue> {
+    s.clone().map(FlagValue::Str)
+}
+
+fn list_value(v: &[String]) -> Option<FlagValue> {
+    (!v.is_empty()).then(|| FlagValue::List(v.to_vec()))
+}
+
+impl CliFields for ClaudeCodeRequest {
+    fn flag_specs(&self) -> &'static [FlagSpec] {
+        CLAUDE_FLAGS
+    }
+
+    fn flag_value(&self, field: &str) -> Option<FlagValue> {
+        match field {
+            "model" => str_value(&self.model),
+            "fallback_model" => str_value(&self.fallback_model),
+            "permission_mode" => str_value(&self.permission_mode),
+            "max_turns" => self.max_turns.map(|n| FlagValue::Str(n.to_string())),
+            "system_prompt" => str_value(&self.system_prompt),
+            "system_prompt_file" => path_value(&self.system_prompt_file),
+            "append_system_prompt" => str_value(&self.append_system_prompt),
+            "append_system_prompt_file" => path_value(&self.append_system_prompt_file),
+            "allowed_tools" => list_value(&self.allowed_tools),
+            "disallowed_tools" => list_value(&self.disallowed_tools),
+            "add_dir" => {
+                let dirs: Vec<String> = self
+                    .add_dir
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect();
+                list_value(&dirs)
+            }
+            "mcp_config" => path_value(&self.mcp_config),
+            // A presence check, not truthiness: `{}` still emits the flag.
+            "mcp_servers" => self
+                .mcp_servers
+                .as_ref()
+                .map(|s| FlagValue::Json(json!({ "mcpServers": s }))),
+            "strict_mcp_config" => Some(FlagValue::Bool(self.strict_mcp_config)),
+            "settings" => path_value(&self.settings),
+            "setting_sources" => str_value(&self.setting_sources),
+            "agents" => self.agents.clone().map(FlagValue::Json),
+            "plugin_dirs" => list_value(&self.plugin_dirs),
+            "resume" => str_value(&self.resume),
+            "continue_conversation" => Some(FlagValue::Bool(self.continue_conversation)),
+            "fork_session" => Some(FlagValue::Bool(self.fork_session)),
+            "session_id" => str_value(&self.session_id),
+            "include_partial_messages" => Some(FlagValue::Bool(self.include_partial_messages)),
+            "dangerously_skip_permissions" => {
+                Some(FlagValue::Bool(self.dangerously_skip_permissions))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl ClaudeCodeRequest {
+    /// Builds the request from a provider-neutral one; every kwarg must be
+    /// a known field of the right shape.
+    pub fn from_agent_request(req: &AgentRequest) -> Result<Self, Error> {
+        let k = Kwargs::new(&req.kwargs);
+        let paths = |key| {
+            k.strings(key)
+                .map(|v| v.into_iter().map(PathBuf::from).collect())
+        };
+        let path = |key| k.string(key).map(|v| v.map(PathBuf::from));
+        let out = Self {
+            prompt: req.prompt.clone(),
+            workspace: req.workspace.clone(),
+            model: req.model.clone(),
+            fallback_model: k.string("fallback_model")?,
+            permission_mode: k.string("permission_mode")?,
+            max_turns: k.u64("max_turns")?,
+            system_prompt: k.string("system_prompt")?,
+            system_prompt_file: path("system_prompt_file")?,
+            append_system_prompt: k.string("append_system_prompt")?,
+            append_system_prompt_file: path("append_system_prompt_file")?,
+            allowed_tools: k.strings("allowed_tools")?,
+            disallowed_tools: k.strings("disallowed_tools")?,
+            add_dir: paths("add_dir")?,
+            mcp_config: path("mcp_config")?,
+            mcp_servers: k.object("mcp_servers")?,
+            strict_mcp_config: k.bool("strict_mcp_config")?.unwrap_or(false),
+            settings: path("settings")?,
+            setting_sources: k.string("setting_sources")?,
+            agents: k.json("agents"),
+            plugin_dirs: k.strings("plugin_dirs")?,
+            resume: req.resume.clone(),
+            continue_conversation: k.bool("continue_conversation")?.unwrap_or(false),
+            fork_session: k.bool("fork_session")?.unwrap_or(false),
+            session_id: k.string("session_id")?,
+            include_partial_messages: k.bool("include_partial_messages")?.unwrap_or(false),
+            dangerously_skip_permissions: k.bool("dangerously_skip_permissions")?.unwrap_or(false),
+        };
+        k.finish()?;
+        Ok(out)
+    }
+
+    /// Checks the write-target fields (`system_prompt_file`,
+    /// `append_system_prompt_file`, `mcp_config`, `settings`) stay inside
+    /// the workspace, and `add_dir` separately: `add_dir` is a read-only
+    /// grant where an absolute path is intentional, so write-target
+    /// containment never applies to it.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.prompt.trim().is_empty() {
+            return Err(Error::EmptyPrompt);
+        }
+        if let Some(p) = &self.mcp_config
+            && p.is_absolute()
+        {
+            return Err(Error::AbsoluteMcpConfig);
+        }
+        let targets = [
+            ("system_prompt_file", &self.system_prompt_file),
+            ("append_system_prompt_file", &self.append_system_prompt_file),
+            ("mcp_config", &self.mcp_config),
+            ("settings", &self.settings),
+        ];
+        for (field, path) in targets {
+            if let Some(path) = path {
+                let root = self
+                    .workspace
+                    .as_deref()
+                    .ok_or(Error::NoWorkspace { field })?;
+                if !contained(root, path) {
+                    return Err(Error::EscapesRepo {
+                        field,
+                        path: path.clone(),
+                    });
+                }
+            }
+        }
+        for dir in &self.add_dir {
+            validate_add_dir(dir)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether `path` (relative to `root` unless absolute) stays inside `root`,
+/// judged lexically after resolving `.` and `..`.
+fn contained(root: &Path, path: &Path) -> bool {
+    let joined = root.join(path);
+    match (normalize(root), normalize(&joined)) {
+        (Some(r), Some(p)) => p.starts_with(&r),
+        _ => false,
+    }
+}
+
+fn normalize(p: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// An `add_dir` grant: absolute paths are intentional; a relative one may
+/// not climb out with `..`, and empty or NUL-carrying entries are refused.
+fn validate_add_dir(dir: &Path) -> Result<(), Error> {
+    let s = dir.to_string_lossy();
+    let bad = s.is_empty()
+        || s.contains('\0')
+        || (dir.is_relative() && dir.components().any(|c| c == Component::ParentDir));
+    if bad {
+        return Err(Error::InvalidAddDir(dir.to_path_buf()));
+    }
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! Golden argv, flag kinds, the mcp_servers invariant and containment.
+
+use std::path::PathBuf;
+
+use providers_claude::{CLAUDE_FLAGS, ClaudeCodeRequest, ClaudeProvider, Error};
+use providers_core::{
+    AgentRequest, CliFields, FlagKind, FlagValue, ForwardedMcp, Provider, Stdin,
+    apply_forwarded_mcp_servers, parse_declarative_cli_args,
+};
+use serde_json::{Map, json};
+
+fn req() -> ClaudeCodeRequest {
+    ClaudeCodeRequest {
+        prompt: "fix the parser".into(),
+        workspace: Some("/repo".into()),
+        ..Default::default()
+    }
+}
+
+fn argv(r: &ClaudeCodeRequest) -> Vec<String> {
+    ClaudeProvider::default()
+        .invocation_for(r)
+        .expect("valid request")
+        .argv
+}
+
+#[test]
+fn golden_typical_request() {
+    let mut agent = AgentRequest::new("fix the parser");
+    agent.model = Some("sonnet".into());
+    agent.workspace = Some("/repo".into());
+    agent.resume = Some("3f6c2a8e".into());
+    agent.kwargs = json!({
+        "permission_mode": "acceptEdits",
+        "max_turns": 8,
+        "allowed_tools": ["Read", "Bash(git:*)"],
+        "add_dir": ["/data/shared"],
+    })
+    .as_object()
+    .cloned()
+    .unwrap_or_default();
+    let p = ClaudeProvider::default();
+    let inv = p.invocation(&agent).unwrap();
+    assert_eq!(
+        inv.argv,
+        [
+            "claude",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            "sonnet",
+            "--permission-mode",
+            "acceptEdits",
+            "--max-turns",
+            "8",
+            "--allowedTools",
+            "Read",
+            "Bash(git:*)",
+            "--add-dir",
+            "/data/shared",
+            "--resume",
+            "3f6c2a8e",
+            "--",
+            "fix the parser",
+        ]
+    );
+    assert_eq!(inv.cwd, Some(PathBuf::from("/repo")));
+    assert_eq!(inv.stdin, Stdin::Null);
+    assert!(p.streams_first_output_early());
+}
+
+#[test]
+fn argv_is_driven_by_metadata_only() {
+    // contract: PRV-052
+    let full = ClaudeCodeRequest {
+        model: Some("m".into()),
+        fallback_model: Some("f".into()),
+        permission_mode: Some("plan".into()),
+        max_turns: Some(3),
+        system_prompt: Some("s".into()),
+        system_prompt_file: Some("prompts/sys.md".into()),
+        append_system_prompt: Some("a".into()),
+        append_system_prompt_file: Some("prompts/app.md".into()),
+        allowed_tools: vec!["Read".into()],
+        disallowed_tools: vec!["Write".into()],
+        add_dir: vec!["/abs".into()],
+        mcp_config: Some(".mcp.json".into()),
+        mcp_servers: Some(Map::new()),
+        strict_mcp_config: true,
+        settings: Some(".claude/settings.json".into()),
+        setting_sources: Some("user,project".into()),
+        agents: Some(json!({"rev": {"description": "d", "prompt": "p"}})),
+        plugin_dirs: vec!["p1".into(), "p2".into()],
+        resume: Some("r".into()),
+        continue_conversation: true,
+        fork_session: true,
+        session_id: Some("sid".into()),
+        include_partial_messages: true,
+        dangerously_skip_permissions: true,
+        ..req()
+    };
+    // Every declared field is set and every one produces argv.
+    for spec in CLAUDE_FLAGS {
+        let v = full.flag_value(spec.field);
+        assert!(v.is_some(), "{} has a value", spec.field);
+        let alone = providers_core::build_declarative_cli_args(&[*spec], |_| v.clone()).unwrap();
+        assert_eq!(
+            alone.first().map(String::as_str),
+            Some(spec.flag),
+            "{}",
+            spec.field
+        );
+    }
+    assert_eq!(full.cli_args().unwrap().len(), 45);
+}
+
+#[test]
+fn every_field_round_trips_in_its_kind_shape() {
+    // contract: PRV-057, PRV-053, PRV-055, PRV-056
+    let r = ClaudeCodeRequest {
+        model: Some("opus".into()),
+        max_turns: Some(2),
+        allowed_tools: vec!["Read".into(), "Grep".into()],
+        plugin_dirs: vec!["a".into(), "b".into()],
+        agents: Some(json!({"x": {"prompt": "p q"}})),
+        strict_mcp_config: true,
+        ..req()
+    };
+    let args = r.cli_args().unwrap();
+    let back = parse_declarative_cli_args(CLAUDE_FLAGS, &args).unwrap();
+    for spec in CLAUDE_FLAGS {
+        let set = r.flag_value(spec.field);
+        let is_set = match (&set, spec.kind) {
+            (None, _) => false,
+            (Some(FlagValue::Bool(b)), FlagKind::Bool) => *b,
+            (Some(FlagValue::List(l)), _) => !l.is_empty(),
+            _ => true,
+        };
+        if is_set {
+            assert_eq!(back.get(spec.field), set.as_ref(), "{}", spec.field);
+        } else {
+            assert!(
+                !back.contains_key(spec.field),
+                "{} unset emits nothing",
+                spec.field
+            );
+        }
+    }
+}
+
+#[test]
+fn mcp_servers_unset_emits_no_flag() {
+    // contract: PRV-058
+    let r = req();
+    assert_eq!(r.mcp_servers, None);
+    assert!(!argv(&r).contains(&"--mcp-config".to_owned()));
+    assert_eq!(ClaudeCodeRequest::default().mcp_servers, None);
+}
+
+#[test]
+fn mcp_servers_empty_forces_zero_servers() {
+    // contract: PRV-059
+    let r = ClaudeCodeRequest {
+        mcp_servers: Some(Map::new()),
+        ..req()
+    };
+    let a = argv(&r);
+    let i = a
+        .iter()
+        .position(|x| x == "--mcp-config")
+        .expect("flag present");
+    assert_eq!(a[i + 1], r#"{"mcpServers":{}}"#);
+}
+
+#[test]
+fn forwarded_exclusive_set_reaches_argv_with_strict_flag() {
+    // contract: PRV-095, PRV-091
+    let mut agent = AgentRequest::new("p");
+    agent.workspace = Some("/repo".into());
+    let fwd = ForwardedMcp {
+        servers: json!({"fs": {"command": "mcp-fs"}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+        exclusive: true,
+    };
+    assert!(apply_forwarded_mcp_servers(
+        "claude",
+        &mut agent.kwargs,
+        &fwd
+    ));
+    let a = ClaudeProvider::default().invocation(&agent).unwrap().argv;
+    let i = a.iter().position(|x| x == "--mcp-config").unwrap();
+    assert_eq!(a[i + 1], r#"{"mcpServers":{"fs":{"command":"mcp-fs"}}}"#);
+    assert!(a.contains(&"--strict-mcp-config".to_owned()));
+}
+
+#[test]
+fn write_targets_escaping_the_repo_are_rejected() {
+    // contract: PRV-060
+    type Make = fn(PathBuf) -> ClaudeCodeRequest;
+    let cases: [(&str, Make); 4] = [
+        ("system_prompt_file", |p| ClaudeCodeRequest {
+            system_prompt_file: Some(p),
+            ..req()
+        }),
+        ("append_system_prompt_file", |p| ClaudeCodeRequest {
+            append_system_prompt_file: Some(p),
+            ..req()
+        }),
+        ("mcp_config", |p| ClaudeCodeRequest {
+            mcp_config: Some(p),
+            ..req()
+        }),
+        ("settings", |p| ClaudeCodeRequest {
+            settings: Some(p),
+            ..req()
+        }),
+    ];
+    for (field, make) in cases {
+        for bad in ["../outside.md", "a/../../x", "sub/../../../etc/passwd"] {
+            let err = make(bad.into()).validate().unwrap_err();
+            assert!(
+                matches!(err, Error::EscapesRepo { field: f, .. } if f == field),
+                "{field} {bad}"
+            );
+        }
+        assert!(
+            make("inside/ok.json".into()).validate().is_ok(),
+            "{field} inside"
+        );
+    }
+    // Absolute paths outside the repo are refused too (mcp_config refuses
+    // every absolute path).
+    let r = ClaudeCodeRequest {
+        settings: Some("/etc/settings.json".into()),
+        ..req()
+    };
+    assert!(matches!(r.validate(), Err(Error::EscapesRepo { .. })));
+    let r = ClaudeCodeRequest {
+        mcp_config: Some("/repo/.mcp.json".into()),
+        ..req()
+    };
+    assert!(matches!(r.validate(), Err(Error::AbsoluteMcpConfig)));
+    // No workspace: nothing to contain in, so refused.
+    let r = ClaudeCodeRequest {
+        settings: Some("s.json".into()),
+        workspace: None,
+        ..req()
+    };
+    assert!(matches!(
+        r.validate(),
+        Err(Error::NoWorkspace { field: "settings" })
+    ));
+}
+
+#[test]
+fn add_dir_is_not_write_target_contained() {
+    // contract: PRV-061
+    let r = ClaudeCodeRequest {
+        add_dir: vec!["/somewhere/else".into(), "docs".into()],
+        ..req()
+    };
+    assert!(r.validate().is_ok());
+    assert!(
+        argv(&r)
+            .windows(3)
+            .any(|w| w == ["--add-dir", "/somewhere/else", "docs"])
+    );
+    // Its own validation still refuses unusable entries.
+    for bad in ["", "../up"] {
+        let r = ClaudeCodeRequest {
+            add_dir: vec![bad.into()],
+            ..req()
+        };
+        assert!(
+            matches!(r.validate(), Err(Error::InvalidAddDir(_))),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_kwargs_and_prompts_are_typed_errors() {
+    let mut agent = AgentRequest::new("p");
+    agent.kwargs.insert("max_turn".into(), json!(3));
+    assert!(matches!(
+        ClaudeProvider::default().invocation(&agent),
+        Err(Error::Core(providers_core::Error::UnknownField(k))) if k == "max_turn"
+    ));
+    agent.kwargs = Map::new();
+    agent.kwargs.insert("max_turns".into(), json!("three"));
+    assert!(matches!(
+        ClaudeProvider::default().invocation(&agent),
+        Err(Error::Core(_))
+    ));
+    assert!(matches!(
+        ClaudeProvider::default().invocation(&AgentRequest::new("  ")),
+        Err(Error::EmptyPrompt)
+    ));
+}
+
+#[test]
+fn prompt_with_leading_dash_stays_a_prompt() {
+    let r = ClaudeCodeRequest {
+        prompt: "--help me".into(),
+        add_dir: vec!["/x".into()],
+        ..req()
+    };
+    let a = argv(&r);
+    assert_eq!(&a[a.len() - 2..], ["--", "--help me"]);
+}

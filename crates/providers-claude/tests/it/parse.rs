@@ -1,0 +1,155 @@
+//! Parsing the recorded stream-json streams.
+
+use proptest::prelude::*;
+use providers_claude::ClaudeParser;
+use providers_core::{ErrorKind, FinalResult, StreamEvent, StreamParser, Usage, parse_stream};
+use serde_json::json;
+
+const SUCCESS: &str =
+    include_str!("../../../../fixtures/providers/claude_stream_json_success.jsonl");
+const ERROR: &str = include_str!("../../../../fixtures/providers/claude_stream_json_error.jsonl");
+const API_ERROR: &str =
+    include_str!("../../../../fixtures/providers/claude_stream_json_api_error.jsonl");
+
+fn final_of(events: &[StreamEvent]) -> &FinalResult {
+    events
+        .iter()
+        .find_map(|e| match e {
+            StreamEvent::Final(f) => Some(f),
+            _ => None,
+        })
+        .expect("a final result")
+}
+
+#[test]
+fn success_stream() {
+    let mut p = ClaudeParser::default();
+    let events = parse_stream(&mut p, SUCCESS);
+    assert_eq!(
+        events[0],
+        StreamEvent::SessionId {
+            id: "3f6c2a8e-5b71-4d0c-9e2a-8c41d7b09f15".into()
+        }
+    );
+    assert_eq!(p.resume_id(), Some("3f6c2a8e-5b71-4d0c-9e2a-8c41d7b09f15"));
+    assert_eq!(
+        events[1],
+        StreamEvent::Text {
+            text: "I'll count the TODO comments under `src/`.".into()
+        }
+    );
+    assert_eq!(
+        events[2],
+        StreamEvent::ToolUse {
+            id: "toolu_01Q8vJt3mXc5RzK2hW7nLp4D".into(),
+            name: "Bash".into(),
+            input: json!({"command": "grep -rn \"TODO\" src | wc -l", "description": "Count TODO comments in src"}),
+        }
+    );
+    assert_eq!(
+        events[3],
+        StreamEvent::ToolResult {
+            id: "toolu_01Q8vJt3mXc5RzK2hW7nLp4D".into(),
+            content: json!("3"),
+            is_error: false
+        }
+    );
+    assert!(
+        matches!(&events[4], StreamEvent::Text { text } if text.starts_with("There are 3 TODO"))
+    );
+    assert_eq!(
+        events[5],
+        StreamEvent::Usage(Usage {
+            input_tokens: Some(8),
+            output_tokens: Some(187),
+            cached_input_tokens: Some(30266),
+            cache_write_tokens: Some(2101),
+            cost_usd: Some(0.02030455),
+            ..Usage::default()
+        })
+    );
+    let f = final_of(&events);
+    assert!(!f.is_error);
+    assert_eq!(f.subtype.as_deref(), Some("success"));
+    assert!(
+        f.text
+            .as_deref()
+            .is_some_and(|t| t.starts_with("There are 3"))
+    );
+    assert_eq!(events.len(), 7);
+}
+
+#[test]
+fn max_turns_error_stream() {
+    let events = parse_stream(&mut ClaudeParser::default(), ERROR);
+    let f = final_of(&events);
+    assert!(f.is_error);
+    assert_eq!(f.subtype.as_deref(), Some("error_max_turns"));
+    assert_eq!(f.text, None, "error results carry no result key");
+    assert_eq!(
+        f.error.as_deref(),
+        Some("Reached maximum number of turns (1)")
+    );
+    assert!(events.iter().any(|e| matches!(e, StreamEvent::ToolResult { id, .. } if id == "toolu_01Kd7RwP3nFq9XzM2bL6vTjY")));
+}
+
+#[test]
+fn api_error_is_read_from_is_error_not_subtype() {
+    let events = parse_stream(&mut ClaudeParser::default(), API_ERROR);
+    assert!(events.iter().any(|e| matches!(e, StreamEvent::Error { kind: ErrorKind::Warning, message, .. } if message.contains("authentication_failed"))));
+    let f = final_of(&events);
+    assert_eq!(f.subtype.as_deref(), Some("success"));
+    assert!(f.is_error);
+    assert!(
+        f.error
+            .as_deref()
+            .is_some_and(|e| e.contains("API Error: 401"))
+    );
+}
+
+#[test]
+fn truncated_and_noisy_streams_keep_parsing() {
+    let mut noisy = String::from("Warning: something on stdout\n");
+    noisy.push_str(SUCCESS.lines().next().unwrap_or_default());
+    noisy.push_str("\n{\"no_type\":1}\n[1,2]\n{\"type\":\"stream_event\",\"event\":{}}\n");
+    let events = parse_stream(&mut ClaudeParser::default(), &noisy);
+    assert!(matches!(
+        events[0],
+        StreamEvent::Error {
+            kind: ErrorKind::InvalidJson,
+            ..
+        }
+    ));
+    assert!(matches!(events[1], StreamEvent::SessionId { .. }));
+    assert!(matches!(
+        events[2],
+        StreamEvent::Error {
+            kind: ErrorKind::BadShape,
+            ..
+        }
+    ));
+    assert!(matches!(
+        events[3],
+        StreamEvent::Error {
+            kind: ErrorKind::BadShape,
+            ..
+        }
+    ));
+    assert!(matches!(
+        events.last(),
+        Some(StreamEvent::Error {
+            kind: ErrorKind::Incomplete,
+            ..
+        })
+    ));
+}
+
+proptest! {
+    #[test]
+    fn no_line_panics(line in ".*", v in prop_oneof![Just(json!({"type":"result","usage":"x","errors":[1]})), Just(json!({"type":"assistant","message":{"content":[{"type":"tool_use"}]}})), Just(json!({"type":"user","message":{"content":"s"}}))]) {
+        let mut p = ClaudeParser::default();
+        let _ = p.parse_line(&line);
+        let _ = p.parse_value(&v);
+        let _ = p.finish();
+    }
+}
