@@ -112,6 +112,7 @@ impl<'a> Engine<'a> {
         for seg in &self.path {
             out.push('/');
             match seg {
+                Seg::Key(k) if !k.contains(['~', '/']) => out.push_str(k),
                 Seg::Key(k) => out.push_str(&k.replace('~', "~0").replace('/', "~1")),
                 Seg::Index(i) => out.push_str(&i.to_string()),
                 Seg::Ref(r) => {
@@ -215,8 +216,13 @@ impl TypeFlags {
 /// non-string entry makes the whole keyword malformed (fail closed: it may
 /// admit anything).
 pub(crate) fn types_of(m: &Map<String, Value>) -> Types {
+    types_of_value(m.get("type"))
+}
+
+/// The declared types of a `type` keyword value.
+pub(crate) fn types_of_value(value: Option<&Value>) -> Types {
     let mut flags = TypeFlags::default();
-    match m.get("type") {
+    match value {
         None => Types::Absent,
         Some(Value::String(s)) => {
             if flags.set(s) {
@@ -242,3 +248,67 @@ pub(crate) fn types_of(m: &Map<String, Value>) -> Types {
 pub(crate) fn pinned(m: &Map<String, Value>) -> bool {
     m.contains_key("const") || m.contains_key("enum")
 }
+
+/// The keywords of one schema object that the value judgements read,
+/// gathered in a single pass (instead of a map lookup per question).
+pub(crate) struct Shape<'a> {
+    pub(crate) types: Types,
+    pub(crate) pinned: bool,
+    pub(crate) dynamic_ref: bool,
+    /// Carries a keyword that restates or composes a schema.
+    pub(crate) container: bool,
+    pub(crate) reference: Option<&'a Value>,
+    /// allOf, anyOf, oneOf.
+    pub(crate) lists: [Option<&'a Value>; 3],
+    /// if, then, else, not.
+    pub(crate) singles: [Option<&'a Value>; 4],
+    pub(crate) items: Option<&'a Value>,
+    pub(crate) prefix_items: Option<&'a Value>,
+    pub(crate) unevaluated_items: Option<&'a Value>,
+}
+
+impl<'a> Shape<'a> {
+    pub(crate) fn of(m: &'a Map<String, Value>) -> Self {
+        let mut shape = Shape {
+            types: Types::Absent,
+            pinned: false,
+            dynamic_ref: false,
+            container: false,
+            reference: None,
+            lists: [None; 3],
+            singles: [None; 4],
+            items: None,
+            prefix_items: None,
+            unevaluated_items: None,
+        };
+        for (k, v) in m {
+            match k.as_str() {
+                "type" => shape.types = types_of_value(Some(v)),
+                "const" | "enum" => shape.pinned = true,
+                "$dynamicRef" | "$recursiveRef" => shape.dynamic_ref = true,
+                "$ref" => {
+                    shape.reference = Some(v);
+                    shape.container = true;
+                }
+                "allOf" => (shape.lists[0], shape.container) = (Some(v), true),
+                "anyOf" => (shape.lists[1], shape.container) = (Some(v), true),
+                "oneOf" => (shape.lists[2], shape.container) = (Some(v), true),
+                "if" => (shape.singles[0], shape.container) = (Some(v), true),
+                "then" => (shape.singles[1], shape.container) = (Some(v), true),
+                "else" => (shape.singles[2], shape.container) = (Some(v), true),
+                "not" => (shape.singles[3], shape.container) = (Some(v), true),
+                "properties" | "patternProperties" | "additionalProperties" => {
+                    shape.container = true;
+                }
+                "items" => shape.items = Some(v),
+                "prefixItems" => shape.prefix_items = Some(v),
+                "unevaluatedItems" => shape.unevaluated_items = Some(v),
+                _ => {}
+            }
+        }
+        shape
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -3,7 +3,7 @@
 use crate::unicode_tables::{CASEFOLD_SPECIAL, NON_PRINTABLE};
 use crate::vocabulary::{
     ARGUMENT_KEYS, AUXILIARY_KEYS, COMMAND_KEYS, EXEC_TAINTED_TOKENS, IDENTIFIER_SUFFIXES,
-    PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS, STRONG_EXECUTOR_NAMES, executor_phrases,
+    PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS, STRONG_EXECUTOR_NAMES, EXECUTOR_PHRASES,
 };
 
 /// Appends the full Unicode case folding of `c` (so `ſ` folds to `s`, `ß` to `ss`).
@@ -29,6 +29,14 @@ pub(crate) fn casefold(s: &str) -> String {
 /// by upper+lower), case-folds, turns each run of non-alphanumerics into `_`,
 /// collapses repeated `_` and strips `_` at the ends.
 pub fn normalize_key(raw: &str) -> String {
+    if raw.is_ascii() {
+        return normalize_ascii_key(raw.as_bytes());
+    }
+    normalize_unicode_key(raw)
+}
+
+/// The general path of [`normalize_key`].
+fn normalize_unicode_key(raw: &str) -> String {
     let chars: Vec<char> = raw.chars().collect();
     let mut split = String::with_capacity(raw.len() + 4);
     for (i, &c) in chars.iter().enumerate() {
@@ -60,9 +68,40 @@ pub fn normalize_key(raw: &str) -> String {
     out
 }
 
+/// The ASCII-only path of [`normalize_key`] (same result, no allocation per char).
+fn normalize_ascii_key(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 4);
+    let mut pending_sep = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b.is_ascii_alphanumeric() {
+            if i > 0 && b.is_ascii_uppercase() {
+                let prev = bytes[i - 1];
+                let lower_before = prev.is_ascii_lowercase() || prev.is_ascii_digit();
+                let upper_run_end = prev.is_ascii_uppercase()
+                    && bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+                if lower_before || upper_run_end {
+                    pending_sep = true;
+                }
+            }
+            if pending_sep && !out.is_empty() {
+                out.push('_');
+            }
+            pending_sep = false;
+            out.push(char::from(b.to_ascii_lowercase()));
+        } else {
+            pending_sep = true;
+        }
+    }
+    out
+}
+
 /// Normalises a description: case-fold, keep a-z and 0-9, one space between runs.
 pub(crate) fn normalize_description(raw: &str) -> String {
-    let folded = casefold(raw);
+    let folded = if raw.is_ascii() {
+        raw.to_ascii_lowercase()
+    } else {
+        casefold(raw)
+    };
     let mut out = String::with_capacity(folded.len());
     let mut pending_space = false;
     for c in folded.chars() {
@@ -83,22 +122,17 @@ pub(crate) fn normalize_description(raw: &str) -> String {
 pub fn description_signals_execution(description: &str) -> bool {
     let normalized = normalize_description(description);
     let words: Vec<&str> = normalized.split(' ').filter(|w| !w.is_empty()).collect();
-    let phrases = executor_phrases();
-    let first_words: Vec<&str> = {
-        let mut f: Vec<&str> = phrases.iter().filter_map(|p| p.first().copied()).collect();
-        f.sort_unstable();
-        f.dedup();
-        f
-    };
-    for i in 0..words.len() {
-        if first_words.binary_search(&words[i]).is_err() {
-            continue;
-        }
-        if phrases.iter().any(|p| words[i..].starts_with(p)) {
-            return true;
-        }
-    }
-    false
+    (0..words.len()).any(|i| {
+        // Only a few words can start a phrase; skip the rest cheaply.
+        matches!(
+            words[i],
+            "arbitrary" | "run" | "runs" | "execute" | "executes" | "spawn" | "spawns" | "shell"
+                | "command"
+        ) && EXECUTOR_PHRASES.iter().any(|phrase| {
+            let mut rest = words[i..].iter();
+            phrase.split(' ').all(|w| rest.next() == Some(&w))
+        })
+    })
 }
 
 /// True when a tool name (normalised) is a strong executor name.
@@ -222,3 +256,6 @@ fn is_printable(c: char) -> bool {
     let (_, end) = NON_PRINTABLE[idx - 1];
     cp > end
 }
+
+#[cfg(test)]
+mod tests;

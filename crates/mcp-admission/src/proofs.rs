@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::engine::{Engine, Seg, Types, addr, pinned, types_of};
+use crate::engine::{Engine, Seg, Shape, Types, addr, pinned, types_of};
 use crate::report::{Insufficiency, InsufficiencyCause, Proof, UnresolvedCause};
 use crate::vocabulary::{ANNOTATION_REF_SIBLINGS, KeywordClass, classify_keyword};
 
@@ -289,7 +289,7 @@ impl<'a> Engine<'a> {
                     let allowed = match array_exception {
                         Some(allowed) => *allowed,
                         None => {
-                            let allowed = self.array_elements_bounded(m, depth);
+                            let allowed = self.array_elements_bounded(&Shape::of(m), depth);
                             *array_exception = Some(allowed);
                             allowed
                         }

@@ -1,25 +1,10 @@
 //! Value-level judgements: bounded, free-form, array reach, subschema shape, inertness.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::engine::{Engine, Types, addr, pinned, types_of};
+use crate::engine::{Engine, Shape, Types, addr};
 use crate::report::FreeFormCause;
-use crate::vocabulary::{
-    BRANCH_LIST_KEYWORDS, BRANCH_SINGLE_KEYWORDS, KeywordClass, OBJECT_CONTAINER_KEYWORDS,
-    UNRESOLVABLE_REFERENCE_KEYWORDS, classify_keyword,
-};
-
-/// True when a schema object restates or composes a schema (recurse, not a leaf).
-pub(crate) fn is_container(m: &Map<String, Value>) -> bool {
-    OBJECT_CONTAINER_KEYWORDS.iter().any(|k| m.contains_key(*k))
-}
-
-/// True when a schema object uses `$dynamicRef` or `$recursiveRef`.
-pub(crate) fn has_dynamic_ref(m: &Map<String, Value>) -> bool {
-    UNRESOLVABLE_REFERENCE_KEYWORDS
-        .iter()
-        .any(|k| m.contains_key(*k))
-}
+use crate::vocabulary::{KeywordClass, classify_keyword};
 
 impl<'a> Engine<'a> {
     /// A property (or item) schema is bounded when `enum`/`const` pins it, or
@@ -33,29 +18,28 @@ impl<'a> Engine<'a> {
         let Value::Object(m) = v else {
             return false;
         };
-        if pinned(m) {
+        self.bounded_shape(&Shape::of(m), depth)
+    }
+
+    fn bounded_shape(&mut self, shape: &Shape<'a>, depth: usize) -> bool {
+        if shape.pinned {
             return true;
         }
-        let Types::Known(types) = types_of(m) else {
-            return false;
-        };
-        if !types.array_or_nullable_array() {
-            return false;
+        match shape.types {
+            Types::Known(types) if types.array_or_nullable_array() => {
+                self.array_elements_bounded(shape, depth)
+            }
+            _ => false,
         }
-        self.array_elements_bounded(m, depth)
     }
 
     /// The element half of the bounded-array proof (also the coverage exception).
-    pub(crate) fn array_elements_bounded(
-        &mut self,
-        m: &'a Map<String, Value>,
-        depth: usize,
-    ) -> bool {
+    pub(crate) fn array_elements_bounded(&mut self, shape: &Shape<'a>, depth: usize) -> bool {
         let member_ok = |this: &mut Self, member: &'a Value| match member {
             Value::Bool(false) => true,
             other => this.bounded(other, depth + 1),
         };
-        match m.get("items") {
+        match shape.items {
             Some(items @ (Value::Bool(false) | Value::Object(_))) => {
                 if !member_ok(self, items) {
                     return false;
@@ -63,7 +47,7 @@ impl<'a> Engine<'a> {
             }
             _ => return false,
         }
-        match m.get("prefixItems") {
+        match shape.prefix_items {
             None => {}
             Some(Value::Array(members)) => {
                 for member in members {
@@ -74,15 +58,16 @@ impl<'a> Engine<'a> {
             }
             Some(_) => return false,
         }
-        matches!(m.get("unevaluatedItems"), None | Some(Value::Bool(false)))
+        matches!(shape.unevaluated_items, None | Some(Value::Bool(false)))
     }
 
     /// Whether a value under a key is free-form, and why.
     ///
-    /// `category_key` is true when the key is in a key category: an untyped
-    /// leaf value under such a key is free-form. Composition, conditional and
-    /// `$ref` branches constrain the same instance, so a free-form branch
-    /// makes the key free-form whatever the node's own type says.
+    /// `category_key` is true when the key is in a key category (or is
+    /// exec-tainted): an untyped leaf value under such a key is free-form.
+    /// Composition, conditional and `$ref` branches constrain the same
+    /// instance, so a free-form branch makes the key free-form whatever the
+    /// node's own type says.
     pub(crate) fn value_free_form(
         &mut self,
         category_key: bool,
@@ -98,54 +83,45 @@ impl<'a> Engine<'a> {
             Value::Object(m) => m,
             _ => return Some(FreeFormCause::Malformed),
         };
-        if has_dynamic_ref(m) {
+        let shape = Shape::of(m);
+        if shape.dynamic_ref {
             return Some(FreeFormCause::UnresolvableReference);
         }
-        if self.bounded(v, depth) {
+        if self.bounded_shape(&shape, depth) {
             return None;
         }
-        match types_of(m) {
+        match shape.types {
             Types::Malformed => return Some(FreeFormCause::Malformed),
             Types::Known(t) => {
                 if t.string {
                     return Some(FreeFormCause::StringType);
                 }
-                if t.array && self.array_reaches(m, depth) {
+                if t.array && self.array_reaches(&shape, depth) {
                     return Some(FreeFormCause::ArrayReachesFreeForm);
                 }
             }
             Types::Absent => {
-                if category_key && !is_container(m) {
+                if category_key && !shape.container {
                     return Some(FreeFormCause::UntypedCategoryKey);
                 }
             }
         }
-        for kw in BRANCH_LIST_KEYWORDS {
-            match m.get(*kw) {
-                None => {}
-                Some(Value::Array(branches)) => {
-                    for branch in branches {
-                        if self
-                            .value_free_form(category_key, branch, depth + 1)
-                            .is_some()
-                        {
-                            return Some(FreeFormCause::CompositionBranch);
-                        }
-                    }
+        for list in shape.lists.into_iter().flatten() {
+            let Value::Array(branches) = list else {
+                return Some(FreeFormCause::Malformed);
+            };
+            for branch in branches {
+                if self.value_free_form(category_key, branch, depth + 1).is_some() {
+                    return Some(FreeFormCause::CompositionBranch);
                 }
-                Some(_) => return Some(FreeFormCause::Malformed),
             }
         }
-        for kw in BRANCH_SINGLE_KEYWORDS {
-            if let Some(branch) = m.get(*kw)
-                && self
-                    .value_free_form(category_key, branch, depth + 1)
-                    .is_some()
-            {
+        for branch in shape.singles.into_iter().flatten() {
+            if self.value_free_form(category_key, branch, depth + 1).is_some() {
                 return Some(FreeFormCause::CompositionBranch);
             }
         }
-        if let Some(reference) = m.get("$ref") {
+        if let Some(reference) = shape.reference {
             let Value::String(reference) = reference else {
                 return Some(FreeFormCause::Malformed);
             };
@@ -177,8 +153,8 @@ impl<'a> Engine<'a> {
     ///
     /// A missing `items` means an unconstrained rest, so bounded `prefixItems`
     /// alone never bound the array.
-    pub(crate) fn array_reaches(&mut self, m: &'a Map<String, Value>, depth: usize) -> bool {
-        match m.get("prefixItems") {
+    fn array_reaches(&mut self, shape: &Shape<'a>, depth: usize) -> bool {
+        match shape.prefix_items {
             None => {}
             Some(Value::Array(members)) => {
                 for member in members {
@@ -189,7 +165,7 @@ impl<'a> Engine<'a> {
             }
             Some(_) => return true,
         }
-        match m.get("items") {
+        match shape.items {
             None => true,
             Some(items) => self.item_reaches(items, depth + 1),
         }
@@ -201,7 +177,7 @@ impl<'a> Engine<'a> {
     /// unpinned strings, arrays reaching one, untyped schemas whose branches
     /// reach one or that have no branch at all (they admit any string), and
     /// external or cyclic references all reach free form.
-    pub(crate) fn item_reaches(&mut self, v: &'a Value, depth: usize) -> bool {
+    fn item_reaches(&mut self, v: &'a Value, depth: usize) -> bool {
         if !self.charge() || self.too_deep(depth) {
             return true;
         }
@@ -210,40 +186,36 @@ impl<'a> Engine<'a> {
             Value::Object(m) => m,
             _ => return true,
         };
-        if has_dynamic_ref(m) {
+        let shape = Shape::of(m);
+        if shape.dynamic_ref {
             return true;
         }
-        if self.bounded(v, depth) {
+        if self.bounded_shape(&shape, depth) {
             return false;
         }
-        match types_of(m) {
+        match shape.types {
             Types::Malformed => true,
-            Types::Known(t) => t.string || (t.array && self.array_reaches(m, depth)),
+            Types::Known(t) => t.string || (t.array && self.array_reaches(&shape, depth)),
             Types::Absent => {
                 let mut has_branch = false;
-                for kw in BRANCH_LIST_KEYWORDS {
-                    match m.get(*kw) {
-                        None => {}
-                        Some(Value::Array(branches)) => {
-                            has_branch = true;
-                            for branch in branches {
-                                if self.item_reaches(branch, depth + 1) {
-                                    return true;
-                                }
-                            }
-                        }
-                        Some(_) => return true,
-                    }
-                }
-                for kw in BRANCH_SINGLE_KEYWORDS {
-                    if let Some(branch) = m.get(*kw) {
-                        has_branch = true;
+                for list in shape.lists.into_iter().flatten() {
+                    has_branch = true;
+                    let Value::Array(branches) = list else {
+                        return true;
+                    };
+                    for branch in branches {
                         if self.item_reaches(branch, depth + 1) {
                             return true;
                         }
                     }
                 }
-                if let Some(reference) = m.get("$ref") {
+                for branch in shape.singles.into_iter().flatten() {
+                    has_branch = true;
+                    if self.item_reaches(branch, depth + 1) {
+                        return true;
+                    }
+                }
+                if let Some(reference) = shape.reference {
                     has_branch = true;
                     let Value::String(reference) = reference else {
                         return true;

@@ -25,8 +25,12 @@ pub(crate) const STRONG_EXECUTOR_NAMES: &[&str] = &[
     "run_process",
 ];
 
-/// Phrases that never come from the execute/run families below.
-const FIXED_PHRASES: &[&str] = &[
+/// Executor description phrases, matched as whole words in a normalised description.
+///
+/// The fixed phrases, then the execute/run families: verbs execute, executes,
+/// execute a, execute an, run, runs, run a, run an; qualifiers none, os, system,
+/// shell, terminal; nouns command, commands.
+pub(crate) const EXECUTOR_PHRASES: &[&str] = &[
     "arbitrary command",
     "arbitrary commands",
     "arbitrary shell",
@@ -44,46 +48,87 @@ const FIXED_PHRASES: &[&str] = &[
     "shell command runner",
     "command line executor",
     "command line runner",
+    "execute command",
+    "execute commands",
+    "execute os command",
+    "execute os commands",
+    "execute system command",
+    "execute system commands",
+    "execute shell command",
+    "execute shell commands",
+    "execute terminal command",
+    "execute terminal commands",
+    "executes command",
+    "executes commands",
+    "executes os command",
+    "executes os commands",
+    "executes system command",
+    "executes system commands",
+    "executes shell command",
+    "executes shell commands",
+    "executes terminal command",
+    "executes terminal commands",
+    "execute a command",
+    "execute a commands",
+    "execute a os command",
+    "execute a os commands",
+    "execute a system command",
+    "execute a system commands",
+    "execute a shell command",
+    "execute a shell commands",
+    "execute a terminal command",
+    "execute a terminal commands",
+    "execute an command",
+    "execute an commands",
+    "execute an os command",
+    "execute an os commands",
+    "execute an system command",
+    "execute an system commands",
+    "execute an shell command",
+    "execute an shell commands",
+    "execute an terminal command",
+    "execute an terminal commands",
+    "run command",
+    "run commands",
+    "run os command",
+    "run os commands",
+    "run system command",
+    "run system commands",
+    "run shell command",
+    "run shell commands",
+    "run terminal command",
+    "run terminal commands",
+    "runs command",
+    "runs commands",
+    "runs os command",
+    "runs os commands",
+    "runs system command",
+    "runs system commands",
+    "runs shell command",
+    "runs shell commands",
+    "runs terminal command",
+    "runs terminal commands",
+    "run a command",
+    "run a commands",
+    "run a os command",
+    "run a os commands",
+    "run a system command",
+    "run a system commands",
+    "run a shell command",
+    "run a shell commands",
+    "run a terminal command",
+    "run a terminal commands",
+    "run an command",
+    "run an commands",
+    "run an os command",
+    "run an os commands",
+    "run an system command",
+    "run an system commands",
+    "run an shell command",
+    "run an shell commands",
+    "run an terminal command",
+    "run an terminal commands",
 ];
-
-/// Verb forms of the execute/run phrase families.
-const FAMILY_VERBS: &[&str] = &[
-    "execute",
-    "executes",
-    "execute a",
-    "execute an",
-    "run",
-    "runs",
-    "run a",
-    "run an",
-];
-
-/// Qualifiers between the verb and the noun ("" means none).
-const FAMILY_QUALIFIERS: &[&str] = &["", "os", "system", "shell", "terminal"];
-
-/// Nouns closing the execute/run phrase families.
-const FAMILY_NOUNS: &[&str] = &["command", "commands"];
-
-/// Every executor description phrase, as a list of words.
-pub(crate) fn executor_phrases() -> Vec<Vec<&'static str>> {
-    let mut out: Vec<Vec<&'static str>> = FIXED_PHRASES
-        .iter()
-        .map(|p| p.split(' ').collect())
-        .collect();
-    for verb in FAMILY_VERBS {
-        for qualifier in FAMILY_QUALIFIERS {
-            for noun in FAMILY_NOUNS {
-                let mut words: Vec<&'static str> = verb.split(' ').collect();
-                if !qualifier.is_empty() {
-                    words.push(qualifier);
-                }
-                words.push(noun);
-                out.push(words);
-            }
-        }
-    }
-    out
-}
 
 /// Command keys: a free-form value under one denies on its own.
 pub(crate) const COMMAND_KEYS: &[&str] = &["command", "cmd", "command_line", "shell_command"];
@@ -285,11 +330,6 @@ pub(crate) const OBJECT_CONTAINER_KEYWORDS: &[&str] = &[
     "not",
 ];
 
-/// Composition and conditional keywords whose branches constrain the same instance.
-pub(crate) const BRANCH_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf"];
-/// Single-subschema conditional keywords.
-pub(crate) const BRANCH_SINGLE_KEYWORDS: &[&str] = &["if", "then", "else", "not"];
-
 /// Non-object types whose instances are not intrinsically finite.
 pub(crate) const UNBOUNDED_NON_OBJECT_TYPES: &[&str] = &["string", "number", "integer", "array"];
 
@@ -310,6 +350,28 @@ pub enum KeywordClass {
 
 /// Classifies a keyword by exact name against the closed registry.
 pub fn classify_keyword(keyword: &str) -> KeywordClass {
+    match keyword {
+        "title" | "description" | "default" | "examples" | "deprecated" | "readOnly"
+        | "writeOnly" | "$comment" | "$schema" | "$id" | "$anchor" | "$vocabulary" | "format"
+        | "contentEncoding" | "contentMediaType" | "contentSchema" => KeywordClass::Inert,
+        "type" | "const" | "enum" | "required" | "dependentRequired" | "multipleOf" | "maximum"
+        | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" | "maxLength" | "minLength"
+        | "pattern" | "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains"
+        | "maxProperties" | "minProperties" => KeywordClass::Bounding,
+        "properties" | "additionalProperties" | "allOf" | "anyOf" | "oneOf" | "$ref" | "$defs"
+        | "definitions" => KeywordClass::Modeled,
+        "patternProperties" | "propertyNames" | "unevaluatedProperties" | "unevaluatedItems"
+        | "dependentSchemas" | "if" | "then" | "else" | "not" | "contains" | "items"
+        | "prefixItems" | "$dynamicRef" | "$dynamicAnchor" | "$recursiveRef"
+        | "$recursiveAnchor" => KeywordClass::Denied,
+        _ => KeywordClass::Unknown,
+    }
+}
+
+/// The class a keyword has by the lists (the slow, obviously-correct form of
+/// [`classify_keyword`]; a test checks the two agree).
+#[cfg(test)]
+pub(crate) fn classify_by_lists(keyword: &str) -> KeywordClass {
     if INERT_KEYWORDS.contains(&keyword) {
         KeywordClass::Inert
     } else if BOUNDING_KEYWORDS.contains(&keyword) {
@@ -325,6 +387,24 @@ pub fn classify_keyword(keyword: &str) -> KeywordClass {
 
 /// True when the walker affirmatively recognises a keyword.
 pub(crate) fn walker_recognises(keyword: &str) -> bool {
+    matches!(
+        keyword,
+        // Scalar-only.
+        "type" | "enum" | "const" | "description" | "title" | "format" | "pattern" | "required"
+            | "default" | "examples" | "$defs" | "definitions" | "contentSchema"
+            // Numeric bounds.
+            | "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
+            | "maxProperties" | "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum"
+            | "minContains" | "maxContains" | "multipleOf"
+            // Applicators it walks.
+            | "properties" | "patternProperties" | "additionalProperties" | "allOf" | "anyOf"
+            | "oneOf" | "if" | "then" | "else" | "not" | "items" | "prefixItems" | "$ref"
+    )
+}
+
+/// The walker's recognition by the lists (checked against [`walker_recognises`]).
+#[cfg(test)]
+pub(crate) fn walker_recognises_by_lists(keyword: &str) -> bool {
     WALKER_SCALAR_ONLY_KEYWORDS.contains(&keyword)
         || NUMERIC_BOUND_KEYWORDS.contains(&keyword)
         || WALKER_APPLICATOR_KEYWORDS.contains(&keyword)
@@ -342,6 +422,10 @@ pub mod lists {
     pub const DENIED: &[&str] = super::DENIED_KEYWORDS;
     /// Walker keywords whose value never carries a subschema.
     pub const WALKER_SCALAR_ONLY: &[&str] = super::WALKER_SCALAR_ONLY_KEYWORDS;
+    /// Keywords that make a property schema a container (recursed, not a leaf).
+    pub const OBJECT_CONTAINERS: &[&str] = super::OBJECT_CONTAINER_KEYWORDS;
+    /// Walker applicator keywords (walked for free-form keys).
+    pub const WALKER_APPLICATORS: &[&str] = super::WALKER_APPLICATOR_KEYWORDS;
     /// Walker numeric bound keywords.
     pub const NUMERIC_BOUNDS: &[&str] = super::NUMERIC_BOUND_KEYWORDS;
     /// Annotation-only `$ref` siblings.
@@ -351,3 +435,6 @@ pub mod lists {
     /// Unbounded non-object types.
     pub const UNBOUNDED_NON_OBJECT_TYPES: &[&str] = super::UNBOUNDED_NON_OBJECT_TYPES;
 }
+
+#[cfg(test)]
+mod tests;
