@@ -1,0 +1,39 @@
+//! The Codex CLI provider (`codex exec --json`).
+//!
+//! - The workspace is conveyed only by `-C`; the child gets no cwd
+//!   override, so codex never resolves a bogus `repo/repo`.
+//! - Effort is clamped to the model's ceiling
+//!   ([`providers_core::clamp_codex_effort`]) and passed as a `-c` override.
+//! - A forwarded MCP set becomes `-c mcp_servers.<name>.<field>=...`
+//!   overrides; each server's `env` and `http_headers` go to an owner-only
+//!   profile file ([`providers_core::PrivateFile`]), never to argv.
+//! - [`CodexParser`] reads error text from `message` (`error` events) and
+//!   `error.message` (`turn.failed`), and applies the benign end-of-stream
+//!   rule ([`is_benign_eos`]).
+//!
+//! ```
+//! use providers_core::{AgentRequest, Effort, Provider};
+//! use providers_codex::CodexProvider;
+//!
+//! let mut req = AgentRequest::new("fix #42");
+//! req.model = Some("gpt-5".into());
+//! req.effort = Some(Effort::Max);
+//! req.workspace = Some("/repo".into());
+//! let inv = CodexProvider::default().invocation(&req)?;
+//! assert_eq!(inv.argv, ["codex", "exec", "--json", "--model", "gpt-5",
+//!     "-c", "model_reasoning_effort=\"xhigh\"", "-C", "/repo", "--", "fix #42"]);
+//! assert_eq!(inv.cwd, None);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Features: none.
+
+mod error;
+mod parser;
+mod provider;
+mod request;
+
+pub use error::Error;
+pub use parser::{CodexParser, error_text, is_benign_eos};
+pub use provider::{CodexProvider, MCP_PROFILE};
+pub use request::{CODEX_FLAGS, CodexRequest};

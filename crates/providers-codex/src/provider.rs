@@ -1,0 +1,118 @@
+//! The `Provider` impl: argv for `codex exec --json`, never a cwd.
+
+use std::path::PathBuf;
+
+use providers_core::{
+    AgentRequest, CliFields, Invocation, PrivateFile, Provider, Stdin, clamp_codex_effort,
+    codex_mcp_overrides,
+};
+
+use crate::error::Error;
+use crate::parser::CodexParser;
+use crate::request::CodexRequest;
+
+/// The profile name the forwarded MCP env/headers are written under.
+pub const MCP_PROFILE: &str = "lionrt-mcp";
+
+/// Drives `codex exec --json`.
+#[derive(Debug, Clone)]
+pub struct CodexProvider {
+    /// The program to run.
+    pub program: PathBuf,
+}
+
+impl Default for CodexProvider {
+    fn default() -> Self {
+        Self {
+            program: PathBuf::from("codex"),
+        }
+    }
+}
+
+impl CodexProvider {
+    /// The invocation for a typed request.
+    ///
+    /// argv: program, `exec --json`, metadata flags, the clamped effort as
+    /// `-c model_reasoning_effort=...`, the MCP overrides, `-C <workspace>`,
+    /// `resume <id>` when resuming, then `--` and the prompt. The cwd is
+    /// never set: `-C` already names the workspace, and a cwd as well would
+    /// make codex resolve a relative `-C repo` to `repo/repo`.
+    pub fn invocation_for(&self, req: &CodexRequest) -> Result<Invocation, Error> {
+        if req.prompt.trim().is_empty() {
+            return Err(Error::EmptyPrompt);
+        }
+        let mut argv = vec![
+            self.program.to_string_lossy().into_owned(),
+            "exec".into(),
+            "--json".into(),
+        ];
+        argv.extend(req.cli_args()?);
+        if let Some(effort) = req.effort {
+            let level = match &req.model {
+                Some(m) => clamp_codex_effort(m, effort),
+                None => effort,
+            };
+            argv.push("-c".into());
+            argv.push(format!("model_reasoning_effort=\"{level}\""));
+        }
+        let mut files = Vec::new();
+        if let Some(servers) = &req.mcp_servers {
+            let plan = codex_mcp_overrides(
+                servers,
+                req.mcp_exclusive,
+                &req.configured_mcp_servers,
+                MCP_PROFILE,
+            )?;
+            argv.extend(plan.args);
+            if let Some(toml) = plan.profile_toml {
+                let dir = req.mcp_profile_dir.as_ref().ok_or(Error::NoProfileDir)?;
+                files.push(PrivateFile {
+                    path: dir.join(format!("{MCP_PROFILE}.toml")),
+                    contents: toml,
+                });
+            }
+        }
+        if let Some(ws) = &req.workspace {
+            argv.push("-C".into());
+            argv.push(ws.to_string_lossy().into_owned());
+        }
+        if let Some(id) = &req.resume {
+            if id.is_empty() || id.starts_with('-') {
+                return Err(Error::BadResumeId);
+            }
+            argv.push("resume".into());
+            argv.push(id.clone());
+        }
+        argv.push("--".into());
+        argv.push(req.prompt.clone());
+        Ok(Invocation {
+            argv,
+            cwd: None,
+            stdin: Stdin::Null,
+            files,
+            ..Invocation::default()
+        })
+    }
+}
+
+impl Provider for CodexProvider {
+    type Parser = CodexParser;
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn invocation(&self, request: &AgentRequest) -> Result<Invocation, Error> {
+        self.invocation_for(&CodexRequest::from_agent_request(request)?)
+    }
+
+    fn parser(&self) -> CodexParser {
+        CodexParser::default()
+    }
+
+    /// `thread.started` arrives right after spawn.
+    fn streams_first_output_early(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,128 @@
+//! The Codex request: flag metadata and the MCP/effort extras.
+
+use std::path::PathBuf;
+
+use providers_core::{
+    AgentRequest, CliFields, Effort, FlagKind, FlagSpec, FlagValue, Kwargs, MCP_EXCLUSIVE_KEY,
+    MCP_SERVERS_KEY,
+};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+
+/// Every CLI-mappable field, in argv order.
+pub const CODEX_FLAGS: &[FlagSpec] = &[
+    FlagSpec::new("model", "--model", FlagKind::Value),
+    FlagSpec::new("sandbox", "--sandbox", FlagKind::Value),
+    FlagSpec::new("full_auto", "--full-auto", FlagKind::Bool),
+    FlagSpec::new(
+        "dangerously_bypass_approvals_and_sandbox",
+        "--dangerously-bypass-approvals-and-sandbox",
+        FlagKind::Bool,
+    ),
+    FlagSpec::new(
+        "skip_git_repo_check",
+        "--skip-git-repo-check",
+        FlagKind::Bool,
+    ),
+    FlagSpec::new("output_schema", "--output-schema", FlagKind::Value),
+    FlagSpec::new("images", "--image", FlagKind::Repeat),
+    FlagSpec::new("add_dir", "--add-dir", FlagKind::Repeat),
+    FlagSpec::new("config", "-c", FlagKind::Repeat),
+];
+
+/// A `codex exec --json` request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CodexRequest {
+    /// The prompt (after `--`).
+    pub prompt: String,
+    /// The repository, conveyed only by `-C`; never the child's cwd.
+    pub workspace: Option<PathBuf>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// Reasoning effort, clamped to the model's ceiling and passed as
+    /// `-c model_reasoning_effort="<level>"`.
+    pub effort: Option<Effort>,
+    /// `--sandbox read-only|workspace-write|danger-full-access`.
+    pub sandbox: Option<String>,
+    /// `--full-auto`.
+    pub full_auto: bool,
+    /// `--dangerously-bypass-approvals-and-sandbox`.
+    pub dangerously_bypass_approvals_and_sandbox: bool,
+    /// `--skip-git-repo-check`.
+    pub skip_git_repo_check: bool,
+    /// `--output-schema <file>`.
+    pub output_schema: Option<String>,
+    /// `--image`, once per file.
+    pub images: Vec<String>,
+    /// `--add-dir`, once per directory.
+    pub add_dir: Vec<String>,
+    /// Extra `-c key=value` overrides, verbatim.
+    pub config: Vec<String>,
+    /// The thread to resume (`exec resume <id>`).
+    pub resume: Option<String>,
+    /// A forwarded MCP server set (`None`: leave codex's own config alone).
+    pub mcp_servers: Option<Map<String, Value>>,
+    /// The forwarded set is the whole set.
+    pub mcp_exclusive: bool,
+    /// Servers codex's own config would load (disabled by name when
+    /// `mcp_exclusive`).
+    pub configured_mcp_servers: Vec<String>,
+    /// Where the owner-only MCP profile file is written.
+    pub mcp_profile_dir: Option<PathBuf>,
+}
+
+impl CliFields for CodexRequest {
+    fn flag_specs(&self) -> &'static [FlagSpec] {
+        CODEX_FLAGS
+    }
+
+    fn flag_value(&self, field: &str) -> Option<FlagValue> {
+        let list = |v: &[String]| (!v.is_empty()).then(|| FlagValue::List(v.to_vec()));
+        match field {
+            "model" => self.model.clone().map(FlagValue::Str),
+            "sandbox" => self.sandbox.clone().map(FlagValue::Str),
+            "full_auto" => Some(FlagValue::Bool(self.full_auto)),
+            "dangerously_bypass_approvals_and_sandbox" => Some(FlagValue::Bool(
+                self.dangerously_bypass_approvals_and_sandbox,
+            )),
+            "skip_git_repo_check" => Some(FlagValue::Bool(self.skip_git_repo_check)),
+            "output_schema" => self.output_schema.clone().map(FlagValue::Str),
+            "images" => list(&self.images),
+            "add_dir" => list(&self.add_dir),
+            "config" => list(&self.config),
+            _ => None,
+        }
+    }
+}
+
+impl CodexRequest {
+    /// Builds the request from a provider-neutral one; every kwarg must be
+    /// known.
+    pub fn from_agent_request(req: &AgentRequest) -> Result<Self, Error> {
+        let k = Kwargs::new(&req.kwargs);
+        let out = Self {
+            prompt: req.prompt.clone(),
+            workspace: req.workspace.clone(),
+            model: req.model.clone(),
+            effort: req.effort,
+            sandbox: k.string("sandbox")?,
+            full_auto: k.bool("full_auto")?.unwrap_or(false),
+            dangerously_bypass_approvals_and_sandbox: k
+                .bool("dangerously_bypass_approvals_and_sandbox")?
+                .unwrap_or(false),
+            skip_git_repo_check: k.bool("skip_git_repo_check")?.unwrap_or(false),
+            output_schema: k.string("output_schema")?,
+            images: k.strings("images")?,
+            add_dir: k.strings("add_dir")?,
+            config: k.strings("config")?,
+            resume: req.resume.clone(),
+            mcp_servers: k.object(MCP_SERVERS_KEY)?,
+            mcp_exclusive: k.bool(MCP_EXCLUSIVE_KEY)?.unwrap_or(false),
+            configured_mcp_servers: k.strings("configured_mcp_servers")?,
+            mcp_profile_dir: k.string("mcp_profile_dir")?.map(PathBuf::from),
+        };
+        k.finish()?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,213 @@
+//! Golden argv, the -C rule, effort clamps and MCP forwarding.
+
+use providers_codex::{CodexProvider, CodexRequest, Error, MCP_PROFILE};
+use providers_core::{AgentRequest, Effort, ForwardedMcp, Provider, apply_forwarded_mcp_servers};
+use serde_json::json;
+
+fn agent(prompt: &str) -> AgentRequest {
+    let mut a = AgentRequest::new(prompt);
+    a.workspace = Some("repo".into());
+    a
+}
+
+#[test]
+fn golden_typical_request() {
+    let mut a = agent("fix issue 42");
+    a.model = Some("gpt-5.6-luna".into());
+    a.effort = Some(Effort::Ultra);
+    a.kwargs =
+        json!({"sandbox": "workspace-write", "skip_git_repo_check": true, "add_dir": ["/data"]})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+    let inv = CodexProvider::default().invocation(&a).unwrap();
+    assert_eq!(
+        inv.argv,
+        [
+            "codex",
+            "exec",
+            "--json",
+            "--model",
+            "gpt-5.6-luna",
+            "--sandbox",
+            "workspace-write",
+            "--skip-git-repo-check",
+            "--add-dir",
+            "/data",
+            "-c",
+            "model_reasoning_effort=\"max\"",
+            "-C",
+            "repo",
+            "--",
+            "fix issue 42",
+        ]
+    );
+    assert!(inv.files.is_empty());
+    assert!(CodexProvider::default().streams_first_output_early());
+}
+
+#[test]
+fn workspace_goes_only_to_dash_c_never_cwd() {
+    // contract: PRV-079
+    let inv = CodexProvider::default().invocation(&agent("p")).unwrap();
+    assert_eq!(inv.cwd, None);
+    let i = inv.argv.iter().position(|a| a == "-C").expect("-C present");
+    assert_eq!(inv.argv[i + 1], "repo");
+}
+
+#[test]
+fn resume_uses_the_exec_resume_subcommand() {
+    let mut a = agent("continue");
+    a.resume = Some("019a4c2e-7d31".into());
+    let argv = CodexProvider::default().invocation(&a).unwrap().argv;
+    assert_eq!(
+        &argv[argv.len() - 4..],
+        ["resume", "019a4c2e-7d31", "--", "continue"]
+    );
+    a.resume = Some("--last".into());
+    assert!(matches!(
+        CodexProvider::default().invocation(&a),
+        Err(Error::BadResumeId)
+    ));
+}
+
+#[test]
+fn effort_is_clamped_by_model_in_argv() {
+    // contract: PRV-031, PRV-032
+    let cases = [
+        ("gpt-5.6-sol", Effort::Ultra, "ultra"),
+        ("gpt-5.6-terra", Effort::Max, "max"),
+        ("gpt-5.6-luna", Effort::Ultra, "max"),
+        ("gpt-5.1-codex", Effort::Ultra, "xhigh"),
+        ("gpt-9-future", Effort::Ultra, "ultra"),
+    ];
+    for (model, effort, expect) in cases {
+        let r = CodexRequest {
+            prompt: "p".into(),
+            model: Some(model.into()),
+            effort: Some(effort),
+            ..Default::default()
+        };
+        let argv = CodexProvider::default().invocation_for(&r).unwrap().argv;
+        assert!(
+            argv.contains(&format!("model_reasoning_effort=\"{expect}\"")),
+            "{model}: {argv:?}"
+        );
+    }
+}
+
+fn forwarded(exclusive: bool) -> ForwardedMcp {
+    ForwardedMcp {
+        servers: json!({
+            "github": {"command": "npx", "args": ["-y", "gh-mcp"], "env": {"GITHUB_TOKEN": "ghp_TOPSECRET"}},
+            "docs": {"url": "https://mcp.example", "http_headers": {"Authorization": "Bearer HDRSECRET"}}
+        })
+        .as_object()
+        .cloned()
+        .unwrap_or_default(),
+        exclusive,
+    }
+}
+
+#[test]
+fn mcp_env_and_headers_go_to_an_owner_only_profile_never_argv() {
+    // contract: PRV-094
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = agent("p");
+    assert!(apply_forwarded_mcp_servers(
+        "codex",
+        &mut a.kwargs,
+        &forwarded(false)
+    ));
+    a.kwargs.insert(
+        "mcp_profile_dir".into(),
+        json!(dir.path().to_string_lossy()),
+    );
+    let inv = CodexProvider::default().invocation(&a).unwrap();
+    let joined = inv.argv.join(" ");
+    assert!(
+        !joined.contains("TOPSECRET") && !joined.contains("HDRSECRET"),
+        "{joined}"
+    );
+    assert!(!format!("{inv:?}").contains("SECRET"));
+    assert!(
+        inv.argv
+            .contains(&r#"mcp_servers.github.command="npx""#.to_owned())
+    );
+    assert!(
+        inv.argv
+            .contains(&r#"mcp_servers.docs.url="https://mcp.example""#.to_owned())
+    );
+    assert!(inv.argv.windows(2).any(|w| w == ["--profile", MCP_PROFILE]));
+    assert_eq!(inv.files.len(), 1);
+    inv.files[0].write_owner_only().unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&inv.files[0].path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let written = std::fs::read_to_string(&inv.files[0].path).unwrap();
+    assert!(written.contains("GITHUB_TOKEN = \"ghp_TOPSECRET\""));
+    assert!(written.contains("Authorization = \"Bearer HDRSECRET\""));
+
+    // Without a directory for the profile, refused rather than leaked.
+    a.kwargs.remove("mcp_profile_dir");
+    assert!(matches!(
+        CodexProvider::default().invocation(&a),
+        Err(Error::NoProfileDir)
+    ));
+}
+
+#[test]
+fn exclusive_disables_every_other_configured_server() {
+    // contract: PRV-095
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = agent("p");
+    apply_forwarded_mcp_servers("codex", &mut a.kwargs, &forwarded(true));
+    a.kwargs.insert(
+        "mcp_profile_dir".into(),
+        json!(dir.path().to_string_lossy()),
+    );
+    a.kwargs.insert(
+        "configured_mcp_servers".into(),
+        json!(["github", "jira", "sentry"]),
+    );
+    let argv = CodexProvider::default().invocation(&a).unwrap().argv;
+    assert!(argv.contains(&"mcp_servers.jira.enabled=false".to_owned()));
+    assert!(argv.contains(&"mcp_servers.sentry.enabled=false".to_owned()));
+    assert!(!argv.contains(&"mcp_servers.github.enabled=false".to_owned()));
+
+    // An empty exclusive set still disables everything configured.
+    let mut a = agent("p");
+    apply_forwarded_mcp_servers(
+        "codex",
+        &mut a.kwargs,
+        &ForwardedMcp {
+            exclusive: true,
+            ..Default::default()
+        },
+    );
+    a.kwargs
+        .insert("configured_mcp_servers".into(), json!(["jira"]));
+    let argv = CodexProvider::default().invocation(&a).unwrap().argv;
+    assert!(argv.contains(&"mcp_servers.jira.enabled=false".to_owned()));
+}
+
+#[test]
+fn unknown_kwargs_are_refused() {
+    let mut a = agent("p");
+    a.kwargs.insert("sandbox_mode".into(), json!("x"));
+    assert!(matches!(
+        CodexProvider::default().invocation(&a),
+        Err(Error::Core(_))
+    ));
+    assert!(matches!(
+        CodexProvider::default().invocation(&agent(" ")),
+        Err(Error::EmptyPrompt)
+    ));
+}
