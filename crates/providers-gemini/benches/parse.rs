@@ -1,0 +1,35 @@
+//! Event parsing throughput on the recorded agy outputs.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use providers_core::{StreamParser, parse_stream};
+use providers_gemini::AgyParser;
+
+const STREAMS: &[(&str, &str)] = &[
+    (
+        "output",
+        include_str!("../../../fixtures/providers/agy_json_output.json"),
+    ),
+    (
+        "error",
+        include_str!("../../../fixtures/providers/agy_json_error.json"),
+    ),
+];
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("agy_parse");
+    for (name, text) in STREAMS {
+        let lines = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+        g.throughput(Throughput::Elements(lines));
+        g.bench_function(*name, |b| {
+            b.iter(|| {
+                let mut p = AgyParser::default();
+                let events = parse_stream(&mut p, std::hint::black_box(text));
+                std::hint::black_box((events, p.resume_id().map(str::len)))
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

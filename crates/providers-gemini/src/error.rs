@@ -1,0 +1,16 @@
+//! The crate's error type.
+
+/// Everything building an agy invocation can refuse.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A shared-protocol refusal (unknown kwarg, wrong shape).
+    #[error(transparent)]
+    Core(#[from] providers_core::Error),
+    /// The prompt is empty.
+    #[error("prompt is empty")]
+    EmptyPrompt,
+    /// A provider name that is not this provider's.
+    #[error("{0:?} does not name the gemini provider")]
+    UnknownName(String),
+}

@@ -1,0 +1,4 @@
+//! Integration tests of providers-gemini.
+
+mod argv;
+mod parse;
