@@ -13,6 +13,9 @@ use serde_json::{Map, Value};
 use crate::report::{FreeFormKey, Limits, Unresolved, UnresolvedCause};
 use crate::vocabulary::UNBOUNDED_NON_OBJECT_TYPES;
 
+/// The deepest `Limits::max_depth` honoured, whatever is configured.
+pub(crate) const MAX_DEPTH_CEILING: usize = 128;
+
 /// One segment of the location being examined.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Seg<'a> {
@@ -52,6 +55,12 @@ pub(crate) struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     pub(crate) fn new(root: &'a Value, limits: Limits) -> Self {
+        // Recursion depth follows `max_depth`; a ceiling keeps a careless
+        // configuration from trading the depth cap for a stack overflow.
+        let limits = Limits {
+            max_depth: limits.max_depth.min(MAX_DEPTH_CEILING),
+            ..limits
+        };
         Self {
             root,
             limits,

@@ -123,7 +123,15 @@
 //!   with `unbounded-command-input`.
 //! - An exec-tainted free-form key counts against a strong name even when it
 //!   is auxiliary: name `exec` with a closed `{"shell": {"type": "string"}}`
-//!   denies with `executor-identity-with-insufficient-schema`.
+//!   denies with `executor-identity-with-insufficient-schema`; likewise for
+//!   the description rule: description "Runs shell commands" with
+//!   `{"type": "object", "properties": {"shell": {"type": "string"}}}` denies
+//!   with `executor-description-with-broad-input`.
+//! - An untyped value under an exec-tainted key is free-form, as under a
+//!   categorised key: name `exec` with a closed
+//!   `{"command_path": {"description": "where"}}` denies with
+//!   `executor-identity-with-insufficient-schema` (renaming a key to an
+//!   exec-tainted one never turns a denial into an admission).
 //! - Verdicts never depend on hash order, every `$ref` target and pattern
 //!   search is charged to the budget (the original can take minutes), and
 //!   malformed shapes give a verdict, never an error.

@@ -2,8 +2,8 @@
 
 use crate::unicode_tables::{CASEFOLD_SPECIAL, NON_PRINTABLE};
 use crate::vocabulary::{
-    ARGUMENT_KEYS, AUXILIARY_KEYS, COMMAND_KEYS, EXEC_TAINTED_TOKENS, IDENTIFIER_SUFFIXES,
-    PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS, STRONG_EXECUTOR_NAMES, EXECUTOR_PHRASES,
+    ARGUMENT_KEYS, AUXILIARY_KEYS, COMMAND_KEYS, EXEC_TAINTED_TOKENS, EXECUTOR_PHRASES,
+    IDENTIFIER_SUFFIXES, PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS, STRONG_EXECUTOR_NAMES,
 };
 
 /// Appends the full Unicode case folding of `c` (so `ſ` folds to `s`, `ß` to `ss`).
@@ -126,7 +126,14 @@ pub fn description_signals_execution(description: &str) -> bool {
         // Only a few words can start a phrase; skip the rest cheaply.
         matches!(
             words[i],
-            "arbitrary" | "run" | "runs" | "execute" | "executes" | "spawn" | "spawns" | "shell"
+            "arbitrary"
+                | "run"
+                | "runs"
+                | "execute"
+                | "executes"
+                | "spawn"
+                | "spawns"
+                | "shell"
                 | "command"
         ) && EXECUTOR_PHRASES.iter().any(|phrase| {
             let mut rest = words[i..].iter();

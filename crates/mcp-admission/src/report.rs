@@ -12,7 +12,8 @@ use crate::reason::Reason;
 /// pattern matching.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Deepest schema nesting examined; deeper fails closed.
+    /// Deepest schema nesting examined; deeper fails closed. Values above
+    /// 128 are treated as 128, so the analysis can never overflow the stack.
     pub max_depth: usize,
     /// Units of work per verdict; exhaustion fails closed.
     pub max_nodes: usize,

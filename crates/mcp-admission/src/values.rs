@@ -111,13 +111,19 @@ impl<'a> Engine<'a> {
                 return Some(FreeFormCause::Malformed);
             };
             for branch in branches {
-                if self.value_free_form(category_key, branch, depth + 1).is_some() {
+                if self
+                    .value_free_form(category_key, branch, depth + 1)
+                    .is_some()
+                {
                     return Some(FreeFormCause::CompositionBranch);
                 }
             }
         }
         for branch in shape.singles.into_iter().flatten() {
-            if self.value_free_form(category_key, branch, depth + 1).is_some() {
+            if self
+                .value_free_form(category_key, branch, depth + 1)
+                .is_some()
+            {
                 return Some(FreeFormCause::CompositionBranch);
             }
         }

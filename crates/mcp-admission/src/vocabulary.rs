@@ -358,11 +358,29 @@ pub fn classify_keyword(keyword: &str) -> KeywordClass {
         | "exclusiveMaximum" | "minimum" | "exclusiveMinimum" | "maxLength" | "minLength"
         | "pattern" | "maxItems" | "minItems" | "uniqueItems" | "maxContains" | "minContains"
         | "maxProperties" | "minProperties" => KeywordClass::Bounding,
-        "properties" | "additionalProperties" | "allOf" | "anyOf" | "oneOf" | "$ref" | "$defs"
+        "properties"
+        | "additionalProperties"
+        | "allOf"
+        | "anyOf"
+        | "oneOf"
+        | "$ref"
+        | "$defs"
         | "definitions" => KeywordClass::Modeled,
-        "patternProperties" | "propertyNames" | "unevaluatedProperties" | "unevaluatedItems"
-        | "dependentSchemas" | "if" | "then" | "else" | "not" | "contains" | "items"
-        | "prefixItems" | "$dynamicRef" | "$dynamicAnchor" | "$recursiveRef"
+        "patternProperties"
+        | "propertyNames"
+        | "unevaluatedProperties"
+        | "unevaluatedItems"
+        | "dependentSchemas"
+        | "if"
+        | "then"
+        | "else"
+        | "not"
+        | "contains"
+        | "items"
+        | "prefixItems"
+        | "$dynamicRef"
+        | "$dynamicAnchor"
+        | "$recursiveRef"
         | "$recursiveAnchor" => KeywordClass::Denied,
         _ => KeywordClass::Unknown,
     }

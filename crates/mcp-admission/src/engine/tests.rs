@@ -7,18 +7,28 @@ use crate::vocabulary::{DENIED_KEYWORDS, MODELED_KEYWORDS, OBJECT_CONTAINER_KEYW
 
 #[test]
 fn container_flag_matches_the_container_keywords() {
-    for kw in MODELED_KEYWORDS.iter().chain(DENIED_KEYWORDS).chain(["type", "x-a"].iter()) {
+    for kw in MODELED_KEYWORDS
+        .iter()
+        .chain(DENIED_KEYWORDS)
+        .chain(["type", "x-a"].iter())
+    {
         let mut m = Map::new();
         m.insert((*kw).to_owned(), json!({}));
         let shape = Shape::of(&m);
-        assert_eq!(shape.container, OBJECT_CONTAINER_KEYWORDS.contains(kw), "{kw}");
+        assert_eq!(
+            shape.container,
+            OBJECT_CONTAINER_KEYWORDS.contains(kw),
+            "{kw}"
+        );
     }
 }
 
 #[test]
 fn shape_reads_types_pins_and_references() {
     let v = json!({"type": ["array", "null"], "enum": [], "$dynamicRef": "#", "items": {}, "$ref": "#"});
-    let Value::Object(m) = &v else { unreachable!("object literal") };
+    let Value::Object(m) = &v else {
+        unreachable!("object literal")
+    };
     let shape = Shape::of(m);
     assert!(matches!(shape.types, Types::Known(t) if t.array && t.null && !t.string));
     assert!(shape.pinned && shape.dynamic_ref && shape.container);

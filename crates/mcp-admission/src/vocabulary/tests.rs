@@ -1,9 +1,9 @@
 //! Unit tests: the `match` forms agree with the word lists.
 
 use super::{
-    BOUNDING_KEYWORDS, DENIED_KEYWORDS, INERT_KEYWORDS, MODELED_KEYWORDS,
-    NUMERIC_BOUND_KEYWORDS, WALKER_APPLICATOR_KEYWORDS, WALKER_SCALAR_ONLY_KEYWORDS,
-    classify_by_lists, classify_keyword, walker_recognises, walker_recognises_by_lists,
+    BOUNDING_KEYWORDS, DENIED_KEYWORDS, INERT_KEYWORDS, MODELED_KEYWORDS, NUMERIC_BOUND_KEYWORDS,
+    WALKER_APPLICATOR_KEYWORDS, WALKER_SCALAR_ONLY_KEYWORDS, classify_by_lists, classify_keyword,
+    walker_recognises, walker_recognises_by_lists,
 };
 
 #[test]

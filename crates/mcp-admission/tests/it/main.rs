@@ -3,6 +3,7 @@
 mod batch;
 mod cases;
 mod contracts;
+mod differences;
 mod props;
 mod worst;
 
