@@ -56,7 +56,7 @@ impl LineDecoder {
     /// Feeds one chunk, appending complete events to `out`.
     pub(crate) fn push(&mut self, mut chunk: &[u8], out: &mut VecDeque<Event>) {
         while !chunk.is_empty() {
-            let newline = chunk.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', chunk);
             let (segment, rest, ends_line) = match newline {
                 Some(i) => (&chunk[..i], &chunk[i + 1..], true),
                 None => (chunk, &[][..], false),
