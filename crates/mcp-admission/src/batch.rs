@@ -36,23 +36,42 @@ pub struct ToolEntry {
     pub line: Option<usize>,
 }
 
-/// The input could not be understood; names the line (and column for JSON).
+/// The input could not be understood; names the line (and column for JSON
+/// syntax errors), or the tool's index for a bad entry in a JSON list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column, for JSON documents.
+    /// 1-based line, when known (always for JSON Lines and JSON syntax errors).
+    pub line: Option<usize>,
+    /// 1-based column, for JSON syntax errors.
     pub column: Option<usize>,
+    /// 0-based index of the offending tool in a JSON list.
+    pub tool_index: Option<usize>,
     /// What is wrong, lowercase.
     pub message: String,
 }
 
+impl ParseError {
+    fn at_line(line: usize, message: impl Into<String>) -> Self {
+        Self {
+            line: Some(line),
+            column: None,
+            tool_index: None,
+            message: message.into(),
+        }
+    }
+}
+
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.column {
-            Some(column) => write!(f, "line {}, column {column}: {}", self.line, self.message),
-            None => write!(f, "line {}: {}", self.line, self.message),
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => write!(f, "line {line}, column {column}: ")?,
+            (Some(line), None) => write!(f, "line {line}: ")?,
+            _ => {}
         }
+        if let Some(index) = self.tool_index {
+            write!(f, "tool {index}: ")?;
+        }
+        f.write_str(&self.message)
     }
 }
 
@@ -125,35 +144,31 @@ impl FromStr for OutputFormat {
 pub fn parse_tools(text: &str) -> Result<Vec<ToolEntry>, ParseError> {
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
-        return Err(ParseError {
-            line: 1,
-            column: None,
-            message: "empty input: expected a tools/list result, a json array or json lines"
-                .to_owned(),
-        });
+        return Err(ParseError::at_line(
+            1,
+            "empty input: expected a tools/list result, a json array or json lines",
+        ));
     }
     match serde_json::from_str::<Value>(text) {
-        Ok(Value::Array(items)) => entries_from_list(items, None),
+        Ok(Value::Array(items)) => entries_from_list(items),
         Ok(Value::Object(m)) => {
             if let Some(tools) = tools_list(&m) {
-                entries_from_list(tools.clone(), None)
+                entries_from_list(tools.clone())
             } else if m.contains_key("name") {
                 // A single JSON Lines record.
                 let line = text[..text.len() - trimmed.len()].matches('\n').count() + 1;
-                Ok(vec![entry_from_value(Value::Object(m), line, None)?])
+                Ok(vec![entry_from_value(Value::Object(m), Some(line), None)?])
             } else {
-                Err(ParseError {
-                    line: 1,
-                    column: None,
-                    message: "expected an object with a \"tools\" list".to_owned(),
-                })
+                Err(ParseError::at_line(
+                    1,
+                    "expected an object with a \"tools\" list",
+                ))
             }
         }
-        Ok(_) => Err(ParseError {
-            line: 1,
-            column: None,
-            message: "expected a tools/list result, a json array or json lines".to_owned(),
-        }),
+        Ok(_) => Err(ParseError::at_line(
+            1,
+            "expected a tools/list result, a json array or json lines",
+        )),
         Err(whole) => {
             // Not one document: JSON Lines if the first record parses alone.
             let first = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty());
@@ -164,8 +179,9 @@ pub fn parse_tools(text: &str) -> Result<Vec<ToolEntry>, ParseError> {
                 parse_json_lines(text)
             } else {
                 Err(ParseError {
-                    line: whole.line(),
+                    line: Some(whole.line()),
                     column: Some(whole.column()),
+                    tool_index: None,
                     message: lowercase_first(&whole.to_string()),
                 })
             }
@@ -192,36 +208,31 @@ fn parse_json_lines(text: &str) -> Result<Vec<ToolEntry>, ParseError> {
         if line.trim().is_empty() {
             continue;
         }
-        let value = serde_json::from_str::<Value>(line).map_err(|e| ParseError {
-            line: i + 1,
-            column: None,
-            message: lowercase_first(&e.to_string()),
-        })?;
-        entries.push(entry_from_value(value, i + 1, None)?);
+        let value = serde_json::from_str::<Value>(line)
+            .map_err(|e| ParseError::at_line(i + 1, lowercase_first(&e.to_string())))?;
+        entries.push(entry_from_value(value, Some(i + 1), None)?);
     }
     Ok(entries)
 }
 
-fn entries_from_list(items: Vec<Value>, line: Option<usize>) -> Result<Vec<ToolEntry>, ParseError> {
+fn entries_from_list(items: Vec<Value>) -> Result<Vec<ToolEntry>, ParseError> {
     items
         .into_iter()
         .enumerate()
-        .map(|(i, item)| entry_from_value(item, line.unwrap_or(1), Some(i)))
+        .map(|(i, item)| entry_from_value(item, None, Some(i)))
         .collect()
 }
 
 fn entry_from_value(
     value: Value,
-    line: usize,
+    line: Option<usize>,
     index: Option<usize>,
 ) -> Result<ToolEntry, ParseError> {
     let at = |what: &str| ParseError {
         line,
         column: None,
-        message: match index {
-            Some(i) => format!("tool {i}: {what}"),
-            None => what.to_owned(),
-        },
+        tool_index: index,
+        message: what.to_owned(),
     };
     let Value::Object(mut m) = value else {
         return Err(at("a tool must be a json object"));
@@ -242,11 +253,14 @@ fn entry_from_value(
         name,
         description,
         input_schema,
-        line: index.is_none().then_some(line),
+        line,
     })
 }
 
+/// serde_json's message, lowercase, without its trailing position (the
+/// error carries the position itself).
 fn lowercase_first(s: &str) -> String {
+    let s = s.rfind(" at line ").map_or(s, |i| &s[..i]);
     let mut chars = s.chars();
     match chars.next() {
         Some(c) => c.to_lowercase().chain(chars).collect(),

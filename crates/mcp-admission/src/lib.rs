@@ -50,9 +50,11 @@
 //! Every verdict is bounded: a depth cap (12) and one node budget (5,000
 //! units) shared by all work (walker, both proofs, inspection of unknown
 //! keyword values, `patternProperties` matching); `$ref` targets are
-//! memoised. Running out fails closed. Map order never matters (serde_json's
-//! `Map` is a sorted map here; do not enable its `preserve_order` feature in
-//! a build that embeds this crate if you need byte-identical reports).
+//! memoised. Running out fails closed. No hash order is ever consulted: the
+//! memo tables are only looked up, and traversal follows serde_json's default
+//! sorted `Map`, so equal inputs always get equal reports. (A build that turns
+//! on serde_json's `preserve_order` traverses in document order instead; the
+//! verdict can then depend on key order only where the node budget runs out.)
 //!
 //! [`explain_tool_admission`] returns an [`AdmissionReport`]: which keys are
 //! free-form and why, at which path, which channels are unresolvable, which

@@ -63,18 +63,20 @@ fn parses_json_lines_with_ids() {
 fn parse_errors_name_the_position() {
     let err = parse_tools("{\"name\": \"a\"}\n{\"name\": \"b\"\n{\"name\": \"c\"}\n")
         .expect_err("bad line");
-    assert_eq!((err.line, err.column), (2, None));
+    assert_eq!((err.line, err.column), (Some(2), None));
     assert!(err.to_string().starts_with("line 2: "), "{err}");
 
     let err = parse_tools("[\n  {\"name\": \"a\"},\n  {\"name\": }\n]").expect_err("bad json");
-    assert_eq!(err.line, 3);
+    assert_eq!(err.line, Some(3));
     assert!(err.column.is_some());
     assert!(err.to_string().starts_with("line 3, column "), "{err}");
 
     let err = parse_tools("{\"name\": 5}\n").expect_err("name must be a string");
     assert!(err.message.contains("name"), "{err}");
-    let err = parse_tools("[{\"description\": \"x\"}]").expect_err("missing name");
-    assert!(err.message.contains("tool 0"), "{err}");
+    let err =
+        parse_tools("[{\"name\": \"a\"}, {\"description\": \"x\"}]").expect_err("missing name");
+    assert_eq!((err.line, err.tool_index), (None, Some(1)));
+    assert_eq!(err.to_string(), "tool 1: missing \"name\"");
     assert!(parse_tools("").is_err());
     assert!(parse_tools("42").is_err());
     assert!(parse_tools("{\"servers\": []}").is_err());
