@@ -1,0 +1,4 @@
+//! Integration tests of providers-pi.
+
+mod argv;
+mod parse;
