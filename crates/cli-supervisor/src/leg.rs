@@ -305,6 +305,10 @@ impl Leg {
 
     /// Ends the leg now: SIGTERM to the group, the grace period, then
     /// SIGKILL to anyone still in it; every signal under the evidence rule.
+    ///
+    /// This is the spec's `end_child_group()`; [`Leg::wait`], a firing
+    /// watchdog and a failed `on_spawn` go through the same routine.
+    #[doc(alias = "end_child_group")]
     pub async fn end(mut self) -> Result<LegExit> {
         self.finish().await
     }

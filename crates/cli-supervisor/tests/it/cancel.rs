@@ -151,6 +151,9 @@ async fn dropping_teardown_at_every_await_point_leaves_nothing() {
 
 #[tokio::test]
 async fn a_future_dropped_before_its_first_poll_creates_nothing() {
+    // Rust has no window between OS creation and holding the handle (the
+    // spawn call is synchronous); the emptiness is asserted, not assumed.
+    // contract: SUP-029
     // contract: SUP-031
     let run = new_run();
     let argv = vec![fixture().to_owned(), "hang".to_owned(), run.marker.clone()];
