@@ -90,7 +90,7 @@ pub struct ToolResult {
     pub reason: Option<Reason>,
     /// The original gate's message when denied.
     pub message: Option<String>,
-    /// A one-line explanation (see `AdmissionReport::summary`).
+    /// What a denial rests on (see `AdmissionReport::detail`); empty when admitted.
     pub detail: String,
 }
 
@@ -286,7 +286,7 @@ pub fn check_tools(entries: &[ToolEntry]) -> Vec<ToolResult> {
                 message: report
                     .reason
                     .map(|r| AdmissionDenied::new(&entry.name, r).to_string()),
-                detail: report.summary(),
+                detail: report.detail().unwrap_or_default(),
             }
         })
         .collect()
@@ -343,14 +343,9 @@ fn render_table(results: &[ToolResult]) -> String {
         for (i, cell) in cells.iter().enumerate() {
             l.push_str(cell);
             let pad = widths[i].saturating_sub(cell.chars().count());
-            if i + 1 < cells.len() {
-                l.push_str(&" ".repeat(pad + 2));
-            }
+            l.push_str(&" ".repeat(pad + 2));
         }
-        if !detail.is_empty() {
-            l.push_str("  ");
-            l.push_str(detail);
-        }
+        l.push_str(detail);
         out.push_str(l.trim_end());
         out.push('\n');
     };

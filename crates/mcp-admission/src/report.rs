@@ -175,6 +175,30 @@ pub enum InsufficiencyCause {
     Malformed(String),
 }
 
+impl fmt::Display for InsufficiencyCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InsufficiencyCause::LimitReached => f.write_str("depth or node limit reached"),
+            InsufficiencyCause::NotAnObjectSchema => f.write_str("not an object schema"),
+            InsufficiencyCause::MalformedType => f.write_str("malformed type"),
+            InsufficiencyCause::TypeExcludesObject => f.write_str("type excludes object"),
+            InsufficiencyCause::FreeFormTypeAlternative => {
+                f.write_str("type union with a free-form non-object alternative and no pin")
+            }
+            InsufficiencyCause::Reference(cause) => write!(f, "{cause}"),
+            InsufficiencyCause::MalformedComposition(k) => write!(f, "malformed {k}"),
+            InsufficiencyCause::TypeOmitted => f.write_str("type omitted and no const/enum pin"),
+            InsufficiencyCause::OpenObject => {
+                f.write_str("object not closed by additionalProperties: false")
+            }
+            InsufficiencyCause::MalformedProperties => f.write_str("malformed properties"),
+            InsufficiencyCause::DeniedKeyword(k) => write!(f, "denied applicator {k}"),
+            InsufficiencyCause::UnknownKeyword(k) => write!(f, "unknown schema-shaped keyword {k}"),
+            InsufficiencyCause::Malformed(what) => write!(f, "malformed {what}"),
+        }
+    }
+}
+
 /// The first failure of a sufficiency proof.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Insufficiency {
@@ -222,44 +246,68 @@ impl AdmissionReport {
         self.reason.is_none()
     }
 
-    /// A one-line lowercase explanation of the verdict, for tables and logs.
+    /// A one-line lowercase explanation of the verdict, for tables and logs:
+    /// `admitted`, or the reason code followed by [`Self::detail`].
     pub fn summary(&self) -> String {
-        let Some(reason) = self.reason else {
-            return "admitted".to_owned();
+        match (self.reason, self.detail()) {
+            (None, _) => "admitted".to_owned(),
+            (Some(reason), Some(detail)) => format!("{}: {detail}", reason.as_str()),
+            (Some(reason), None) => reason.as_str().to_owned(),
+        }
+    }
+
+    /// What the denial rests on (the key, channel or proof failure and where),
+    /// or `None` when the tool is admitted.
+    pub fn detail(&self) -> Option<String> {
+        let reason = self.reason?;
+        let at = |path: &str| {
+            if path.is_empty() {
+                "(root)".to_owned()
+            } else {
+                path.to_owned()
+            }
         };
         let key = |pred: &dyn Fn(&FreeFormKey) -> bool| {
             self.free_form_keys
                 .iter()
                 .find(|k| pred(k))
-                .map(|k| format!("{} at {} ({})", k.key, k.path, k.cause.as_str()))
+                .map(|k| format!("{} at {} ({})", k.key, at(&k.path), k.cause.as_str()))
         };
-        let detail = match reason {
+        let unresolved = || {
+            self.unresolved
+                .first()
+                .map(|u| format!("{} at {}", u.cause, at(&u.path)))
+        };
+        match reason {
             Reason::UnboundedCommandInput => key(&|k| k.categories.command),
             Reason::UnboundedProcessInput => key(&|k| k.categories.program),
             Reason::UnboundedScriptPayload => key(&|k| k.categories.payload),
             Reason::ExecutorDescriptionWithBroadInput => {
-                key(&|k| !k.categories.auxiliary).or_else(|| {
-                    self.unresolved
-                        .first()
-                        .map(|u| format!("{} at {}", u.cause, u.path))
-                })
+                key(&|k| !k.categories.auxiliary || k.exec_tainted)
+                    .or_else(unresolved)
+                    .or_else(|| {
+                        self.insufficiency
+                            .as_ref()
+                            .map(|i| format!("{} at {}", i.cause, at(&i.path)))
+                    })
             }
             Reason::ExecutorIdentityWithInsufficientSchema => self
                 .insufficiency
                 .as_ref()
                 .map(|i| {
-                    format!("{:?} proof fails at {}: {:?}", i.proof, i.path, i.cause).to_lowercase()
+                    let proof = match i.proof {
+                        Proof::Boundedness => "boundedness",
+                        Proof::Coverage => "coverage",
+                    };
+                    format!("{proof} proof fails at {}: {}", at(&i.path), i.cause)
                 })
-                .or_else(|| {
-                    self.unresolved
-                        .first()
-                        .map(|u| format!("{} at {}", u.cause, u.path))
-                })
+                .or_else(unresolved)
                 .or_else(|| key(&|_| true)),
-        };
-        match detail {
-            Some(d) => format!("{}: {d}", reason.as_str()),
-            None => reason.as_str().to_owned(),
         }
+        .or_else(|| {
+            self.free_form_map_channels
+                .first()
+                .map(|p| format!("free-form map at {}", at(p)))
+        })
     }
 }
