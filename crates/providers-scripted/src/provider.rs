@@ -1,0 +1,212 @@
+//! A `Provider` whose CLI replays a scripted response as NDJSON.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use providers_core::{
+    AgentRequest, ErrorKind, FinalResult, Invocation, Kwargs, PrivateFile, Provider, Stdin,
+    StreamEvent, StreamParser,
+};
+use serde_json::{Value, json};
+
+use crate::endpoint::ScriptedEndpoint;
+use crate::error::Error;
+use crate::script::{Response, ScriptCall, ScriptModel};
+
+/// The NDJSON lines a leg prints for one response: a `session` line first
+/// (so the transport streams early), the response's events, then a
+/// `result` line.
+pub fn response_to_ndjson(session_id: &str, response: &Response) -> String {
+    let mut lines = vec![json!({"type": "session", "id": session_id})];
+    let result = match response {
+        Response::Text { text } => {
+            lines.push(json!({"type": "text", "text": text}));
+            json!({"type": "result", "is_error": false, "text": text})
+        }
+        Response::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            lines
+                .push(json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments}));
+            json!({"type": "result", "is_error": false})
+        }
+        Response::Structured { data } => {
+            lines.push(json!({"type": "structured", "data": data}));
+            json!({"type": "result", "is_error": false, "text": data.to_string()})
+        }
+        Response::Stream { chunks } => {
+            for c in chunks {
+                lines.push(json!({"type": "text", "text": c}));
+            }
+            json!({"type": "result", "is_error": false, "text": chunks.concat()})
+        }
+        Response::Error { message, status } => {
+            json!({"type": "result", "is_error": true, "error": message, "status": status})
+        }
+    };
+    lines.push(result);
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&l.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// Parses the scripted leg's NDJSON.
+#[derive(Debug, Default, Clone)]
+pub struct ScriptedParser {
+    session_id: Option<String>,
+    finished: bool,
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+impl StreamParser for ScriptedParser {
+    fn parse_value(&mut self, v: &Value) -> Vec<StreamEvent> {
+        let Some(kind) = str_at(v, "type") else {
+            return vec![StreamEvent::error(ErrorKind::BadShape, "event has no type")];
+        };
+        match kind {
+            "session" => match str_at(v, "id") {
+                Some(id) => {
+                    self.session_id = Some(id.to_owned());
+                    vec![StreamEvent::SessionId { id: id.to_owned() }]
+                }
+                None => vec![StreamEvent::error(
+                    ErrorKind::BadShape,
+                    "session without id",
+                )],
+            },
+            "text" => str_at(v, "text")
+                .map(|t| StreamEvent::Text { text: t.to_owned() })
+                .into_iter()
+                .collect(),
+            "tool_call" => vec![StreamEvent::ToolUse {
+                id: str_at(v, "id").unwrap_or_default().to_owned(),
+                name: str_at(v, "name").unwrap_or_default().to_owned(),
+                input: v.get("arguments").cloned().unwrap_or(Value::Null),
+            }],
+            "structured" => vec![StreamEvent::Text {
+                text: v.get("data").map(Value::to_string).unwrap_or_default(),
+            }],
+            "result" => {
+                self.finished = true;
+                let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(true);
+                vec![StreamEvent::Final(FinalResult {
+                    is_error,
+                    text: str_at(v, "text").map(str::to_owned),
+                    error: is_error
+                        .then(|| str_at(v, "error").unwrap_or("scripted error").to_owned()),
+                    subtype: None,
+                })]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        if self.finished {
+            Vec::new()
+        } else {
+            vec![StreamEvent::error(
+                ErrorKind::Incomplete,
+                "scripted leg printed no result",
+            )]
+        }
+    }
+
+    fn resume_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+}
+
+/// The scripted provider: each invocation takes the script's next response
+/// for the request's prompt, writes it as an NDJSON file (listed in
+/// [`Invocation::files`]) and runs `<program> __scripted-leg --script
+/// <file>`, a CLI that prints the file's lines. `lionrt` is such a CLI.
+#[derive(Debug)]
+pub struct ScriptedProvider {
+    /// The CLI that replays a script file.
+    pub program: PathBuf,
+    /// Where per-leg script files are written.
+    pub script_dir: PathBuf,
+    endpoint: Mutex<(ScriptedEndpoint, usize)>,
+}
+
+impl ScriptedProvider {
+    /// A provider replaying `script` through `program`.
+    pub fn new(
+        program: impl Into<PathBuf>,
+        script_dir: impl Into<PathBuf>,
+        script: ScriptModel,
+    ) -> Self {
+        Self {
+            program: program.into(),
+            script_dir: script_dir.into(),
+            endpoint: Mutex::new((ScriptedEndpoint::new(script), 0)),
+        }
+    }
+
+    /// The calls answered so far.
+    pub fn calls(&self) -> Result<Vec<ScriptCall>, Error> {
+        let guard = self.endpoint.lock().map_err(|_| Error::Poisoned)?;
+        Ok(guard.0.calls().to_vec())
+    }
+}
+
+impl Provider for ScriptedProvider {
+    type Parser = ScriptedParser;
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    /// kwargs: `tools` (names offered on this call, for `has_tool`).
+    fn invocation(&self, request: &AgentRequest) -> Result<Invocation, Error> {
+        let k = Kwargs::new(&request.kwargs);
+        let tools = k.strings("tools")?;
+        k.finish()?;
+        let mut guard = self.endpoint.lock().map_err(|_| Error::Poisoned)?;
+        let (endpoint, legs) = &mut *guard;
+        let response = endpoint.call(ScriptCall {
+            prompt: request.prompt.clone(),
+            tools,
+        })?;
+        *legs += 1;
+        let session = request
+            .resume
+            .clone()
+            .unwrap_or_else(|| format!("scripted-{legs}"));
+        let path = self.script_dir.join(format!("scripted-leg-{legs}.ndjson"));
+        Ok(Invocation {
+            argv: vec![
+                self.program.to_string_lossy().into_owned(),
+                "__scripted-leg".into(),
+                "--script".into(),
+                path.to_string_lossy().into_owned(),
+            ],
+            cwd: request.workspace.clone(),
+            stdin: Stdin::Null,
+            files: vec![PrivateFile {
+                path,
+                contents: response_to_ndjson(&session, &response),
+            }],
+            ..Invocation::default()
+        })
+    }
+
+    fn parser(&self) -> ScriptedParser {
+        ScriptedParser::default()
+    }
+
+    /// The session line is printed at once.
+    fn streams_first_output_early(&self) -> bool {
+        true
+    }
+}

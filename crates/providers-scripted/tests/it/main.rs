@@ -1,0 +1,4 @@
+//! Integration tests of providers-scripted.
+
+mod provider;
+mod script;
