@@ -66,6 +66,18 @@ pub enum Error {
         /// The protected branch.
         branch: String,
     },
+    /// Merge with cleanup refused: the sandbox worktree has uncommitted
+    /// changes that cleanup would discard. Commit them, or merge without
+    /// cleanup.
+    #[error(
+        "sandbox {id} has uncommitted changes in {worktree}; commit them or merge without cleanup"
+    )]
+    SandboxDirty {
+        /// The sandbox id.
+        id: String,
+        /// The sandbox worktree.
+        worktree: PathBuf,
+    },
     /// The merge produced conflicts; nothing was changed.
     #[error("merging {branch} into {base} conflicts in {} path(s)", paths.len())]
     MergeConflict {
@@ -183,6 +195,7 @@ impl Error {
             Error::DetachedHead { .. }
                 | Error::NotOnBaseBranch { .. }
                 | Error::ProtectedBranch { .. }
+                | Error::SandboxDirty { .. }
                 | Error::InvalidId { .. }
                 | Error::CellRefused { .. }
                 | Error::EditWithoutRead { .. }

@@ -71,6 +71,15 @@
 //! assert!(evidence.checked && evidence.has_evidence());
 //! assert_eq!(list_sandboxes(dir.path())?.len(), 1);
 //!
+//! // The agent commits its work in the sandbox (merge takes commits only).
+//! let wt = git2::Repository::open(&session.worktree_path)?;
+//! let mut index = wt.index()?;
+//! index.add_path(std::path::Path::new("notes.txt"))?;
+//! index.write()?;
+//! let tree = wt.find_tree(index.write_tree()?)?;
+//! let parent = wt.head()?.peel_to_commit()?;
+//! wt.commit(Some("HEAD"), &sig, &sig, "notes", &tree, &[&parent])?;
+//!
 //! let report = merge_sandbox(&mut session, &MergeOptions { allow_protected: false, cleanup: true })?;
 //! assert!(report.cleanup.is_some());
 //! assert!(!session.is_active());
@@ -80,7 +89,9 @@
 //! # Features
 //!
 //! None. git2 is built without network transports, so nothing here can
-//! reach a remote.
+//! reach a remote. Untracked listing walks the work tree with the `ignore`
+//! crate (git's ignore rules only) because libgit2's status walk was several
+//! times slower than `git ls-files`; tests cross-check it against the git CLI.
 
 mod backend;
 mod error;
@@ -88,6 +99,7 @@ mod evidence;
 mod guard;
 mod local;
 mod merge;
+mod readme;
 mod session;
 mod toolkit;
 mod untracked;

@@ -159,6 +159,7 @@ impl LocalWorktreeBackend {
 }
 
 impl SandboxBackend for LocalWorktreeBackend {
+    #[tracing::instrument(skip_all)]
     fn provision(&self, request: &ProvisionRequest) -> Result<ProvisionedSandbox, Error> {
         let options = CreateOptions {
             id: request.id.clone(),
@@ -183,6 +184,7 @@ impl SandboxBackend for LocalWorktreeBackend {
         }
     }
 
+    #[tracing::instrument(skip_all, fields(id = %sandbox.id))]
     fn run_cell(&self, sandbox: &ProvisionedSandbox, cell: &Cell) -> Result<CellOutput, Error> {
         match cell {
             Cell::Prompt(p) => {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use git2::{BranchType, ErrorCode, Repository, build::CheckoutBuilder};
+use git2::{BranchType, ErrorCode, Repository, StatusOptions, build::CheckoutBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
@@ -76,6 +76,11 @@ pub fn is_protected_branch(name: &str) -> bool {
 /// checkout is ever made to fix that); [`Error::ProtectedBranch`] when the
 /// base branch is protected and `options.allow_protected` is false.
 ///
+/// With `options.cleanup`, a sandbox worktree holding uncommitted changes
+/// (untracked files included) is refused up front with
+/// [`Error::SandboxDirty`]: only commits are merged, and cleanup would
+/// silently discard the rest.
+///
 /// Retry-safe: a sandbox branch already contained in the base branch is
 /// [`MergeOutcome::UpToDate`], a branch already gone is
 /// [`MergeOutcome::BranchAbsent`], and the cleanup that follows (with
@@ -107,6 +112,9 @@ pub fn merge_sandbox(
         });
     }
 
+    if options.cleanup {
+        refuse_dirty_sandbox(&repo, &repo_root, session)?;
+    }
     let outcome = merge_into_head(&repo, &repo_root, session)?;
     drop(repo);
     tracing::info!(id = %session.id, ?outcome, "sandbox merged");
@@ -134,6 +142,45 @@ pub fn merge_sandbox_by_id(
 ) -> Result<MergeReport, Error> {
     let mut session = find_sandbox(repo_root, id_or_branch)?;
     merge_sandbox(&mut session, options)
+}
+
+fn refuse_dirty_sandbox(
+    repo: &Repository,
+    repo_root: &Path,
+    session: &SandboxSession,
+) -> Result<(), Error> {
+    let name = session.worktree_name();
+    let registered = repo
+        .worktrees()
+        .map_err(|e| Error::git("list worktrees", repo_root, e))?
+        .iter_bytes()
+        .any(|n| n == name.as_bytes());
+    if !registered {
+        return Ok(());
+    }
+    let worktree = repo
+        .find_worktree(&name)
+        .map_err(|e| Error::git("look up worktree", repo_root, e))?;
+    if !worktree.path().exists() {
+        return Ok(());
+    }
+    let sandbox = Repository::open_from_worktree(&worktree)
+        .map_err(|e| Error::git("open worktree", worktree.path(), e))?;
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let dirty = !sandbox
+        .statuses(Some(&mut opts))
+        .map_err(|e| Error::git("read status", worktree.path(), e))?
+        .is_empty();
+    if dirty {
+        return Err(Error::SandboxDirty {
+            id: session.id.clone(),
+            worktree: worktree.path().to_owned(),
+        });
+    }
+    Ok(())
 }
 
 fn merge_into_head(

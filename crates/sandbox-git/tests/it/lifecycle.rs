@@ -256,3 +256,39 @@ fn session_summary_round_trips_through_json() {
     let back: sandbox_git::SandboxSession = serde_json::from_str(&text).expect("from json");
     assert_eq!(back, session);
 }
+
+// contract: GIT-001, GIT-003
+#[test]
+fn a_locked_worktree_fails_the_first_step_and_a_retry_after_unlock_completes() {
+    let repo = TestRepo::new("work");
+    let mut session = create_sandbox(&repo.root, &with_id("locked")).expect("create");
+    let path = session.worktree_path.to_str().expect("utf-8").to_owned();
+    git(&repo.root, &["worktree", "lock", &path]);
+
+    let err = cleanup_sandbox(&mut session).expect_err("locked worktree");
+    assert!(
+        matches!(
+            err,
+            Error::CleanupIncomplete {
+                step: "remove worktree",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(session.is_active());
+    assert!(session.worktree_path.is_dir(), "nothing removed");
+    assert_eq!(
+        repo.branch_tip("lionrt/sandbox/locked"),
+        repo.branch_tip("work"),
+        "branch kept"
+    );
+
+    git(&repo.root, &["worktree", "unlock", &path]);
+    let report = cleanup_sandbox(&mut session).expect("retry");
+    assert_eq!(
+        (report.worktree, report.branch),
+        (StepOutcome::Removed, StepOutcome::Removed)
+    );
+    assert!(!session.is_active());
+}

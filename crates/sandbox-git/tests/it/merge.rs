@@ -292,3 +292,31 @@ fn sandbox_merge_is_retry_safe_after_a_blocked_cleanup() {
         (StepOutcome::AlreadyAbsent, StepOutcome::AlreadyAbsent)
     );
 }
+
+#[test]
+fn merge_with_cleanup_refuses_a_sandbox_with_uncommitted_work() {
+    let repo = TestRepo::new("work");
+    let mut session = create(&repo, "dirty-sb");
+    commit_file(&session.worktree_path, "x.txt", "x", "x");
+    std::fs::write(
+        session.worktree_path.join("not committed.txt"),
+        "work in progress",
+    )
+    .expect("write");
+    let before = repo.branch_tip("work");
+    let options = MergeOptions {
+        allow_protected: false,
+        cleanup: true,
+    };
+    let err = merge_sandbox(&mut session, &options).expect_err("would discard work");
+    assert!(
+        matches!(err, Error::SandboxDirty { .. }) && err.is_refusal(),
+        "{err}"
+    );
+    assert_eq!(repo.branch_tip("work"), before);
+    assert!(session.worktree_path.join("not committed.txt").is_file());
+    // Without cleanup the committed part merges and nothing is discarded.
+    let report = merge_sandbox(&mut session, &PLAIN).expect("merge");
+    assert!(matches!(report.outcome, MergeOutcome::FastForward { .. }));
+    assert!(session.worktree_path.join("not committed.txt").is_file());
+}
