@@ -45,12 +45,17 @@ pub(crate) struct Engine<'a> {
     pub(crate) limits: Limits,
     used: usize,
     pub(crate) exhausted: bool,
-    path: Vec<Seg<'a>>,
+    pub(crate) path: Vec<Seg<'a>>,
     pub(crate) memo: Memo,
     pub(crate) free_form: Vec<FreeFormKey>,
     pub(crate) map_channels: Vec<String>,
     pub(crate) unresolved: Vec<Unresolved>,
     pub(crate) selector_present: bool,
+    /// Every key some walked `properties` map declares.
+    pub(crate) declared_keys: BTreeSet<&'a str>,
+    /// Required names undeclared where they are required: (name, governing
+    /// value schema, location, depth), judged after the walk.
+    pub(crate) pending_required: Vec<(&'a str, &'a Value, Vec<Seg<'a>>, usize)>,
 }
 
 impl<'a> Engine<'a> {
@@ -72,6 +77,8 @@ impl<'a> Engine<'a> {
             map_channels: Vec::new(),
             unresolved: Vec::new(),
             selector_present: false,
+            declared_keys: BTreeSet::new(),
+            pending_required: Vec::new(),
         }
     }
 

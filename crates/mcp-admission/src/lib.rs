@@ -134,6 +134,14 @@
 //!   `{"command_path": {"description": "where"}}` denies with
 //!   `executor-identity-with-insufficient-schema` (renaming a key to an
 //!   exec-tainted one never turns a denial into an admission).
+//! - A name listed in `required` but not declared in `properties` is judged
+//!   as a key whose value is the `additionalProperties` schema (anything when
+//!   absent): `{"type": "object", "required": ["command"]}` denies with
+//!   `unbounded-command-input`.
+//! - A malformed `type` (an unknown type name such as `"String"`, a number)
+//!   may admit anything: `{"cmd": {"type": "String"}}` denies with
+//!   `unbounded-command-input`, and for a strong name the boundedness proof
+//!   fails.
 //! - Verdicts never depend on hash order, every `$ref` target and pattern
 //!   search is charged to the budget (the original can take minutes), and
 //!   malformed shapes give a verdict, never an error.

@@ -25,6 +25,24 @@ impl<'a> Engine<'a> {
             )),
             _ => self.walk(root, 0),
         }
+        self.judge_pending_required();
+    }
+
+    /// Judges required names that no walked `properties` map declares.
+    fn judge_pending_required(&mut self) {
+        let pending = std::mem::take(&mut self.pending_required);
+        for (name, governing, path, depth) in pending {
+            if self.declared_keys.contains(name) {
+                continue;
+            }
+            if !self.charge() {
+                self.unresolved(UnresolvedCause::NodeBudget);
+                return;
+            }
+            let saved = std::mem::replace(&mut self.path, path);
+            self.classify_property(name, normalize_key(name), governing, depth);
+            self.path = saved;
+        }
     }
 
     /// Walks one schema node.
@@ -60,6 +78,7 @@ impl<'a> Engine<'a> {
                             if self.exhausted {
                                 break;
                             }
+                            self.declared_keys.insert(pk);
                             self.push(Seg::Key(pk));
                             self.consider_property(pk, pv, depth + 1);
                             self.pop();
@@ -108,6 +127,7 @@ impl<'a> Engine<'a> {
                     _ => self.walk(v, depth + 1),
                 },
                 "if" | "then" | "else" | "not" => self.walk(v, depth + 1),
+                "required" => self.consider_required(m, v, depth),
                 "$defs" | "definitions" => match v {
                     Value::Object(defs) => {
                         for (dk, dv) in defs {
@@ -131,6 +151,34 @@ impl<'a> Engine<'a> {
                 _ => {}
             }
             self.pop();
+        }
+    }
+
+    /// A required name that no `properties` map declares is still a key the
+    /// instance carries; its value is governed by `additionalProperties`
+    /// (absent means anything), so it is judged like a declared key once the
+    /// walk knows every declared key (a branch that only lists `required`
+    /// names declared elsewhere adds nothing).
+    fn consider_required(&mut self, m: &'a Map<String, Value>, required: &'a Value, depth: usize) {
+        static ANY: Value = Value::Bool(true);
+        let Value::Array(names) = required else {
+            return;
+        };
+        let governing = match m.get("additionalProperties") {
+            None => &ANY,
+            Some(Value::Bool(false)) => return,
+            Some(other) => other,
+        };
+        for name in names {
+            let Value::String(name) = name else { continue };
+            if !self.charge() {
+                self.unresolved(UnresolvedCause::NodeBudget);
+                return;
+            }
+            let mut path = self.path.clone();
+            path.push(Seg::Key(name));
+            self.pending_required
+                .push((name, governing, path, depth + 1));
         }
     }
 

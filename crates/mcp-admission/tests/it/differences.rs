@@ -71,6 +71,53 @@ fn documented_differences() {
         Some("Runs shell commands"),
         DESCRIPTION,
     );
+    // Required but undeclared keys are judged with additionalProperties' schema.
+    check(
+        "notebook",
+        json!({"type": "object", "required": ["command"]}),
+        None,
+        CMD,
+    );
+    check(
+        "notebook",
+        json!({"type": "object", "required": ["cmd"], "additionalProperties": {"type": "string"}}),
+        None,
+        CMD,
+    );
+    check(
+        "notebook",
+        json!({"type": "object", "required": ["cmd"], "additionalProperties": {"type": "integer"}}),
+        None,
+        None,
+    );
+    check(
+        "notebook",
+        json!({"type": "object", "required": ["cmd"], "additionalProperties": false}),
+        None,
+        None,
+    );
+    // Names declared anywhere (e.g. required-only oneOf branches) add nothing.
+    check(
+        "worker",
+        json!({"type": "object", "additionalProperties": false,
+               "properties": {"a": {"enum": [1]}, "b": {"enum": [2]}},
+               "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}),
+        Some("Runs shell commands"),
+        None,
+    );
+    // A malformed type may admit anything.
+    check(
+        "notebook",
+        json!({"type": "object", "properties": {"cmd": {"type": "String"}}}),
+        None,
+        CMD,
+    );
+    check(
+        "exec",
+        json!({"type": ["object", "Null"], "properties": {"op": {"enum": ["a"]}}, "additionalProperties": false}),
+        None,
+        IDENTITY,
+    );
     // Untyped values under exec-tainted keys are free-form.
     check(
         "exec",
