@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use cli_supervisor::{Leg, LegSpec};
+use cli_supervisor::{Leg, LegSpec, LineFormat};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -60,13 +60,10 @@ async fn floor_lines(path: &Path, parse: bool) -> u64 {
     count
 }
 
-async fn supervised_lines(path: &Path) -> u64 {
-    let mut leg = Leg::spawn(LegSpec::new([
-        Path::new("cat").as_os_str(),
-        path.as_os_str(),
-    ]))
-    .await
-    .expect("spawn leg");
+async fn supervised_lines(path: &Path, format: LineFormat) -> u64 {
+    let mut spec = LegSpec::new([Path::new("cat").as_os_str(), path.as_os_str()]);
+    spec.line_format = format;
+    let mut leg = Leg::spawn(spec).await.expect("spawn leg");
     let mut count = 0u64;
     while let Some(event) = leg.next_event().await.expect("event") {
         std::hint::black_box(event);
@@ -92,7 +89,10 @@ fn ndjson_throughput(c: &mut Criterion) {
         b.iter(|| rt.block_on(floor_lines(&path, true)))
     });
     group.bench_function("leg_events", |b| {
-        b.iter(|| rt.block_on(supervised_lines(&path)))
+        b.iter(|| rt.block_on(supervised_lines(&path, LineFormat::Value)))
+    });
+    group.bench_function("leg_events_raw", |b| {
+        b.iter(|| rt.block_on(supervised_lines(&path, LineFormat::Raw)))
     });
     group.finish();
 }

@@ -161,7 +161,7 @@ impl Leg {
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             stderr_task: None,
             stderr_tail_len: spec.stderr_tail_len,
-            decoder: LineDecoder::new(spec.max_line_len),
+            decoder: LineDecoder::new(spec.max_line_len, spec.line_format),
             pending: VecDeque::new(),
             buf: vec![0; READ_CHUNK].into_boxed_slice(),
             watchdogs,

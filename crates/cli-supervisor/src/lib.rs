@@ -108,7 +108,7 @@ pub use guard::{
     signal_group_on_evidence, signal_recorded_group,
 };
 pub use leg::{Leg, LegExit, Teardown};
-pub use ndjson::Event;
+pub use ndjson::{Event, LineFormat};
 pub use proc::{GroupScan, ProcTable, ProcessTable, SpawnedProcess, observe_spawned};
 pub use secrets::{
     LookupConfig, SecretLookup, SecretResolution, SettingsFile, fill_declared_secrets,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::cgroup::ContainmentPolicy;
 use crate::env::{EnvPolicy, OnSpawn};
 use crate::error::Error;
+use crate::ndjson::LineFormat;
 use crate::secrets::LookupConfig;
 
 /// Everything needed to spawn one leg. Provider-neutral: a provider adapter
@@ -40,6 +41,8 @@ pub struct LegSpec {
     /// The longest stdout line kept, in bytes; longer lines become
     /// [`Event::LineTooLong`](crate::Event::LineTooLong) and are discarded.
     pub max_line_len: usize,
+    /// Whether lines arrive parsed ([`LineFormat::Value`]) or validated text.
+    pub line_format: LineFormat,
     /// How long teardown waits after SIGTERM before SIGKILL.
     pub grace: Duration,
     /// How many trailing stderr bytes are kept for error reports.
@@ -60,6 +63,7 @@ impl Default for LegSpec {
             default_watchdogs: Watchdogs::default(),
             explicit_watchdogs: Watchdogs::NONE,
             max_line_len: 16 * 1024 * 1024,
+            line_format: LineFormat::Value,
             grace: Duration::from_secs(5),
             stderr_tail_len: 16 * 1024,
         }

@@ -4,10 +4,14 @@ use std::collections::VecDeque;
 
 use proptest::prelude::*;
 
-use super::{Event, LineDecoder};
+use super::{Event, LineDecoder, LineFormat};
 
 fn decode_in_chunks(input: &[u8], max: usize, chunk: usize) -> (Vec<Event>, usize) {
-    let mut decoder = LineDecoder::new(max);
+    decode_as(LineFormat::Value, input, max, chunk)
+}
+
+fn decode_as(format: LineFormat, input: &[u8], max: usize, chunk: usize) -> (Vec<Event>, usize) {
+    let mut decoder = LineDecoder::new(max, format);
     let mut out = VecDeque::new();
     let mut peak = 0;
     for piece in input.chunks(chunk.max(1)) {
@@ -58,6 +62,26 @@ fn final_line_without_newline_and_blank_lines() {
     );
     let (events, _) = decode_in_chunks(b"aaaaaaaaaa", 4, 3);
     assert_eq!(events, vec![Event::LineTooLong { line: 1, len: 10 }]);
+}
+
+#[test]
+fn raw_format_validates_and_keeps_the_text() {
+    let (events, _) = decode_as(
+        LineFormat::Raw,
+        b" {\"a\": [1, 2]} \n{bad\n\xff\xfe\n",
+        1024,
+        5,
+    );
+    assert_eq!(events.len(), 3);
+    assert_eq!(
+        events[0],
+        Event::RawJson {
+            line: 1,
+            json: "{\"a\": [1, 2]}".into()
+        }
+    );
+    assert!(matches!(events[1], Event::InvalidJson { line: 2, .. }));
+    assert!(matches!(events[2], Event::InvalidJson { line: 3, .. }));
 }
 
 proptest! {

@@ -75,3 +75,24 @@ async fn nonzero_exit_keeps_a_bounded_stderr_tail() {
     assert_eq!(exit.status.code(), Some(4));
     assert_eq!(exit.stderr_tail, b"fixture failing on purpose\n");
 }
+
+#[tokio::test]
+async fn raw_format_delivers_validated_text() {
+    let mut spec = LegSpec::new([fixture(), "invalid"]);
+    spec.line_format = cli_supervisor::LineFormat::Raw;
+    let mut leg = Leg::spawn(spec).await.expect("spawn");
+    assert!(matches!(
+        leg.next_event().await.expect("read"),
+        Some(Event::InvalidJson { line: 1, .. })
+    ));
+    match leg.next_event().await.expect("read") {
+        Some(Event::RawJson { line: 2, json }) => {
+            let typed: std::collections::BTreeMap<String, u32> =
+                serde_json::from_str(&json).expect("consumer parses its own types");
+            assert_eq!(typed["ok"], 1);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(leg.next_event().await.expect("read").is_none());
+    leg.wait().await.expect("wait");
+}
