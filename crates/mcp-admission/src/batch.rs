@@ -142,6 +142,8 @@ impl FromStr for OutputFormat {
 /// the first problem: invalid JSON, a missing `tools` list, an entry that is
 /// not an object, a missing or non-string `name`, a non-string description.
 pub fn parse_tools(text: &str) -> Result<Vec<ToolEntry>, ParseError> {
+    // Editors on some platforms prefix a byte-order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let trimmed = text.trim_start();
     if trimmed.is_empty() {
         return Err(ParseError::at_line(
