@@ -1,0 +1,106 @@
+//! The transport seam and the endpoints that call through it.
+
+use std::future::Future;
+use std::io::Read;
+use std::time::Duration;
+
+use providers_core::{
+    BodySource, EndpointRetry, TransportFailure, call_with_retries, replayable_body,
+};
+use serde_json::Value;
+
+use crate::chat::{ChatRequest, shape_chat_request};
+use crate::error::Error;
+
+/// Sends one HTTP request. No client is chosen here; the binary supplies
+/// one.
+pub trait Transport {
+    /// POSTs a JSON body to `path`.
+    fn post_json(
+        &mut self,
+        path: &str,
+        body: &Value,
+    ) -> impl Future<Output = Result<Value, TransportFailure>> + Send;
+
+    /// POSTs a multipart upload: `file` is the file part's full content
+    /// stream, `fields` the other form fields.
+    fn post_file(
+        &mut self,
+        path: &str,
+        fields: &Value,
+        file: Box<dyn Read + Send>,
+    ) -> impl Future<Output = Result<Value, TransportFailure>> + Send;
+}
+
+/// Waits between attempts.
+pub trait Sleeper {
+    /// Sleeps for `d`.
+    fn sleep(&mut self, d: Duration) -> impl Future<Output = ()> + Send;
+}
+
+/// A chat completions call under the endpoint retry contract.
+pub async fn chat<T: Transport, S: Sleeper>(
+    transport: &mut T,
+    sleeper: &mut S,
+    retry: &EndpointRetry,
+    req: &ChatRequest,
+) -> Result<Value, Error> {
+    let body = shape_chat_request(req)?;
+    Ok(call_with_retries(
+        retry,
+        || Ok(()),
+        async |()| transport.post_json("/chat/completions", &body).await,
+        async |d| sleeper.sleep(d).await,
+    )
+    .await?)
+}
+
+/// The three upload endpoints. They share one replay implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UploadEndpoint {
+    /// Groq audio transcription.
+    GroqTranscription,
+    /// OpenAI audio (transcriptions).
+    OpenAiAudio,
+    /// OpenAI image edits.
+    OpenAiImages,
+}
+
+impl UploadEndpoint {
+    /// Every upload endpoint.
+    pub const ALL: [UploadEndpoint; 3] = [
+        Self::GroqTranscription,
+        Self::OpenAiAudio,
+        Self::OpenAiImages,
+    ];
+
+    /// The request path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Self::GroqTranscription => "/openai/v1/audio/transcriptions",
+            Self::OpenAiAudio => "/audio/transcriptions",
+            Self::OpenAiImages => "/images/edits",
+        }
+    }
+}
+
+/// Uploads a file under the retry contract. The body factory is built
+/// once (a one-shot stream is refused before any I/O when a retry could
+/// happen) and each attempt gets a fresh reader over the full content.
+pub async fn upload<T: Transport, S: Sleeper>(
+    endpoint: UploadEndpoint,
+    transport: &mut T,
+    sleeper: &mut S,
+    retry: &EndpointRetry,
+    fields: &Value,
+    file: BodySource<'_>,
+) -> Result<Value, Error> {
+    let mut factory = replayable_body(file, retry.can_retry())?;
+    Ok(call_with_retries(
+        retry,
+        || factory.next_body(),
+        async |body| transport.post_file(endpoint.path(), fields, body).await,
+        async |d| sleeper.sleep(d).await,
+    )
+    .await?)
+}
