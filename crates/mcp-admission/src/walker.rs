@@ -63,7 +63,6 @@ impl<'a> Engine<'a> {
                 return;
             }
         };
-        self.mark_unknown_keywords(m, depth);
         for (k, v) in m {
             if self.exhausted {
                 self.unresolved(UnresolvedCause::NodeBudget);
@@ -148,7 +147,8 @@ impl<'a> Engine<'a> {
                     }
                     _ => self.unresolved(UnresolvedCause::Malformed(k.clone())),
                 },
-                _ => {}
+                // Whitelist enforcement, on containers and leaves alike.
+                _ => self.check_other_keyword(k, v, depth),
             }
             self.pop();
         }
@@ -224,23 +224,16 @@ impl<'a> Engine<'a> {
         self.memo.walked.insert(key);
     }
 
-    /// Whitelist enforcement on one schema node (containers and leaves alike).
-    pub(crate) fn mark_unknown_keywords(&mut self, m: &'a Map<String, Value>, depth: usize) {
-        for (k, v) in m {
-            if UNRESOLVABLE_REFERENCE_KEYWORDS.contains(&k.as_str()) {
-                self.push(Seg::Key(k));
-                self.unresolved(UnresolvedCause::DynamicReference(k.clone()));
-                self.pop();
-                continue;
-            }
-            if walker_recognises(k) || self.vendor_annotation(k, v, depth) {
-                continue;
-            }
-            if self.could_carry_subschema(v, depth) {
-                self.push(Seg::Key(k));
-                self.unresolved(UnresolvedCause::UnknownKeyword(k.clone()));
-                self.pop();
-            }
+    /// Whitelist enforcement for one keyword the walker does not walk (the
+    /// current location already ends at the keyword).
+    fn check_other_keyword(&mut self, k: &'a str, v: &'a Value, depth: usize) {
+        if UNRESOLVABLE_REFERENCE_KEYWORDS.contains(&k) {
+            self.unresolved(UnresolvedCause::DynamicReference(k.to_owned()));
+        } else if !walker_recognises(k)
+            && !self.vendor_annotation(k, v, depth)
+            && self.could_carry_subschema(v, depth)
+        {
+            self.unresolved(UnresolvedCause::UnknownKeyword(k.to_owned()));
         }
     }
 

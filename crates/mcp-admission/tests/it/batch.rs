@@ -18,7 +18,12 @@ const TOOLS_LIST: &str = r#"{
 fn parses_a_tools_list_result() {
     let entries = parse_tools(TOOLS_LIST).expect("parses");
     assert_eq!(entries.len(), 2);
-    assert_eq!(parse_tools(&format!("\u{feff}{TOOLS_LIST}")).expect("bom").len(), 2);
+    assert_eq!(
+        parse_tools(&format!("\u{feff}{TOOLS_LIST}"))
+            .expect("bom")
+            .len(),
+        2
+    );
     assert_eq!(entries[1].name, "bash");
     assert!(entries[1].input_schema.is_some());
     // Also inside a JSON-RPC response.
