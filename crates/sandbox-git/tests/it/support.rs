@@ -24,6 +24,13 @@ impl TestRepo {
         config
             .set_str("user.email", "sandbox@example.invalid")
             .expect("set email");
+        // An empty excludes file overrides any global one, for the library
+        // and the git CLI alike, so no test depends on the user's setup.
+        let excludes = root.join(".git/test-excludes");
+        std::fs::write(&excludes, "").expect("write excludes");
+        config
+            .set_str("core.excludesFile", excludes.to_str().expect("utf-8"))
+            .expect("set excludes");
         std::fs::write(root.join("README.md"), "hello\n").expect("write");
         std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n").expect("write");
         commit_all_on(&root, &format!("refs/heads/{branch}"), "init");

@@ -267,3 +267,24 @@ proptest::proptest! {
         proptest::prop_assert_eq!(got, made);
     }
 }
+
+// contract: GIT-008
+#[test]
+fn the_repository_excludes_file_applies_like_git() {
+    let repo = TestRepo::new("work");
+    let excludes = repo.root.join(".git/test-excludes");
+    std::fs::write(&excludes, "*.swp\nscratch/\n/top-only.txt\n").expect("write");
+    for rel in [
+        &b"a.swp"[..],
+        b"scratch/x",
+        b"keep.rs",
+        b"dir/b.swp",
+        b"top-only.txt",
+        b"sub/top-only.txt",
+    ] {
+        touch(&repo.root, rel);
+    }
+    let got = list_untracked_files(&repo.root).expect("list");
+    assert_eq!(got, vec![b"keep.rs".to_vec(), b"sub/top-only.txt".to_vec()]);
+    assert_eq!(got, cli_untracked(&repo.root));
+}
