@@ -127,7 +127,8 @@ pub struct PromptCell {
 /// clash). Nothing else of the host environment is ever inherited.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExecCell {
-    /// Program and arguments; the program is looked up on the scoped `PATH`.
+    /// Program and arguments; a bare program name is looked up on the scoped
+    /// `PATH`.
     pub argv: Vec<String>,
     /// Variables injected explicitly, secrets included.
     pub env: BTreeMap<String, SecretValue>,

@@ -410,3 +410,15 @@ fn callers_decide_from_capabilities_only() {
         caller(&local, &cells(), &CellPolicy::default())
     );
 }
+
+#[test]
+fn host_env_and_secret_debug_show_no_values() {
+    let env = host_env();
+    let shown = format!("{env:?}");
+    assert!(shown.contains("ANTHROPIC_API_KEY"));
+    assert!(!shown.contains(CREDENTIAL));
+    assert_eq!(
+        format!("{:?}", SecretValue::new(CREDENTIAL)),
+        "SecretValue(<redacted>)"
+    );
+}

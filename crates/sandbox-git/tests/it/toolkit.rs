@@ -150,3 +150,49 @@ fn an_evicted_read_no_longer_allows_an_edit() {
     assert!(guard.check_edit("src/main.rs").is_err());
     assert_eq!(guard.readable_files().count(), 1);
 }
+
+#[derive(Debug, Clone)]
+enum GuardOp {
+    Read(u8, u8),
+    Evict(u8),
+    Edit(u8),
+}
+
+fn guard_op() -> impl proptest::strategy::Strategy<Value = GuardOp> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0..4u8, 0..6u8).prop_map(|(f, r)| GuardOp::Read(f, r)),
+        (0..6u8).prop_map(GuardOp::Evict),
+        (0..4u8).prop_map(GuardOp::Edit),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { failure_persistence: None, ..Default::default() })]
+
+    // contract: GIT-019
+    #[test]
+    fn an_edit_is_allowed_exactly_while_the_latest_read_is_not_evicted(
+        ops in proptest::collection::vec(guard_op(), 0..40),
+    ) {
+        // Model: file -> the read id currently in context.
+        let mut model = std::collections::BTreeMap::<u8, u8>::new();
+        let mut guard = ReadGuard::new();
+        for op in ops {
+            match op {
+                GuardOp::Read(file, read) => {
+                    guard.record_read(format!("src/f{file}.rs"), format!("r{read}"));
+                    model.insert(file, read);
+                }
+                GuardOp::Evict(read) => {
+                    let _dropped = guard.evict([format!("r{read}").as_str()]);
+                    model.retain(|_, r| *r != read);
+                }
+                GuardOp::Edit(file) => {
+                    let allowed = guard.check_edit(format!("src/f{file}.rs")).is_ok();
+                    proptest::prop_assert_eq!(allowed, model.contains_key(&file));
+                }
+            }
+        }
+    }
+}
