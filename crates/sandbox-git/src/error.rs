@@ -110,6 +110,12 @@ pub enum Error {
         /// The branch.
         branch: String,
     },
+    /// A worktree of an earlier sandbox with this id is still registered.
+    #[error("a worktree of sandbox {id} still exists; clean it up first")]
+    SandboxExists {
+        /// The sandbox id.
+        id: String,
+    },
     /// No sandbox with this id or branch exists in the repository.
     #[error("no sandbox {id} in {repo_root}")]
     SandboxNotFound {

@@ -115,8 +115,8 @@ impl SandboxSession {
 /// [`Error::DetachedHead`] when `repo_root`'s HEAD is detached (there is no
 /// branch to record, and the literal `HEAD` is never recorded);
 /// [`Error::UnbornHead`] before the first commit; [`Error::InvalidId`],
-/// [`Error::BranchExists`]; git and io failures. A failure after the branch
-/// was made removes the branch again.
+/// [`Error::BranchExists`], [`Error::SandboxExists`]; git and io failures.
+/// A failure after the branch was made removes the branch again.
 #[tracing::instrument(skip_all, fields(repo_root = %repo_root.display()))]
 pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<SandboxSession, Error> {
     let repo_root = canonical(repo_root)?;
@@ -137,6 +137,12 @@ pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<Sandb
     let branch = format!("{BRANCH_PREFIX}{id}");
     if branch_exists(&repo, &branch, &repo_root)? {
         return Err(Error::BranchExists { branch });
+    }
+    // A worktree left registered under this id (its branch gone) belongs to
+    // an earlier sandbox: refuse rather than let a failed create's rollback
+    // remove it.
+    if worktree_registered(&repo, &format!("{WORKTREE_PREFIX}{id}"), &repo_root)? {
+        return Err(Error::SandboxExists { id });
     }
     let dir = match &options.worktrees_dir {
         Some(dir) => dir.clone(),

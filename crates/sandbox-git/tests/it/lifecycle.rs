@@ -292,3 +292,44 @@ fn a_locked_worktree_fails_the_first_step_and_a_retry_after_unlock_completes() {
     );
     assert!(!session.is_active());
 }
+
+#[test]
+fn an_id_whose_worktree_is_still_registered_is_not_reused() {
+    let repo = TestRepo::new("work");
+    let session = create_sandbox(&repo.root, &with_id("orphan")).expect("create");
+    // The branch disappears behind the sandbox's back (plumbing ignores
+    // the checkout), leaving only the worktree.
+    git(
+        &repo.root,
+        &["update-ref", "-d", "refs/heads/lionrt/sandbox/orphan"],
+    );
+    let err = create_sandbox(&repo.root, &with_id("orphan")).expect_err("worktree in use");
+    assert!(matches!(err, Error::SandboxExists { .. }), "{err}");
+    assert!(
+        session.worktree_path.is_dir(),
+        "the old worktree is untouched"
+    );
+    // It is still listed, and cleanup removes it.
+    let mut listed = find_sandbox(&repo.root, "orphan").expect("listed");
+    assert!(listed.is_active());
+    let report = cleanup_sandbox(&mut listed).expect("cleanup");
+    assert_eq!(
+        (report.worktree, report.branch),
+        (StepOutcome::Removed, StepOutcome::AlreadyAbsent)
+    );
+}
+
+#[test]
+fn unknown_ids_are_not_found_for_merge_and_already_clean_for_cleanup() {
+    let repo = TestRepo::new("work");
+    let err = find_sandbox(&repo.root, "missing").expect_err("not found");
+    assert!(matches!(err, Error::SandboxNotFound { .. }), "{err}");
+    let options = sandbox_git::MergeOptions::default();
+    let err =
+        sandbox_git::merge_sandbox_by_id(&repo.root, "missing", &options).expect_err("not found");
+    assert!(matches!(err, Error::SandboxNotFound { .. }), "{err}");
+    let report = cleanup_sandbox_by_id(&repo.root, "missing").expect("nothing to do");
+    assert_eq!(report.worktree, StepOutcome::AlreadyAbsent);
+    let err = cleanup_sandbox_by_id(&repo.root, "../../etc").expect_err("hostile id");
+    assert!(matches!(err, Error::InvalidId { .. }), "{err}");
+}
