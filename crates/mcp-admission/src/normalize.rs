@@ -68,6 +68,24 @@ fn normalize_unicode_key(raw: &str) -> String {
     out
 }
 
+/// [`normalize_key`], borrowing the key when it is already normalised
+/// (lowercase ASCII letters and digits in `_`-separated runs), as most keys are.
+pub(crate) fn normalize_key_cow(raw: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = raw.as_bytes();
+    let already = !bytes.is_empty()
+        && bytes.first() != Some(&b'_')
+        && bytes.last() != Some(&b'_')
+        && !raw.contains("__")
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_');
+    if already {
+        std::borrow::Cow::Borrowed(raw)
+    } else {
+        std::borrow::Cow::Owned(normalize_key(raw))
+    }
+}
+
 /// The ASCII-only path of [`normalize_key`] (same result, no allocation per char).
 fn normalize_ascii_key(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() + 4);

@@ -9,7 +9,11 @@
 use serde_json::{Map, Value};
 
 use crate::engine::{Engine, Seg, addr};
-use crate::normalize::{KeyCategories, is_exec_tainted_key, is_identifier_like_key, normalize_key};
+use std::borrow::Cow;
+
+use crate::normalize::{
+    KeyCategories, is_exec_tainted_key, is_identifier_like_key, normalize_key_cow,
+};
 use crate::pattern;
 use crate::report::{FreeFormKey, UnresolvedCause};
 use crate::vocabulary::{UNRESOLVABLE_REFERENCE_KEYWORDS, walker_recognises};
@@ -40,7 +44,7 @@ impl<'a> Engine<'a> {
                 return;
             }
             let saved = std::mem::replace(&mut self.path, path);
-            self.classify_property(name, normalize_key(name), governing, depth);
+            self.classify_property(name, normalize_key_cow(name), governing, depth);
             self.path = saved;
         }
     }
@@ -239,8 +243,7 @@ impl<'a> Engine<'a> {
 
     /// Classifies one declared property by its key, then walks its value.
     fn consider_property(&mut self, key: &'a str, v: &'a Value, depth: usize) {
-        let normalized = normalize_key(key);
-        self.classify_property(key, normalized, v, depth);
+        self.classify_property(key, normalize_key_cow(key), v, depth);
         self.walk_property_value(v, depth);
     }
 
@@ -253,7 +256,13 @@ impl<'a> Engine<'a> {
     }
 
     /// Records `key` as free-form when its value is.
-    fn classify_property(&mut self, key: &str, normalized: String, v: &'a Value, depth: usize) {
+    fn classify_property(
+        &mut self,
+        key: &str,
+        normalized: Cow<'_, str>,
+        v: &'a Value,
+        depth: usize,
+    ) {
         let categories = KeyCategories::of(&normalized);
         if categories.selector {
             self.selector_present = true;
@@ -267,7 +276,7 @@ impl<'a> Engine<'a> {
                 key: key.to_owned(),
                 identifier_like: is_identifier_like_key(&normalized),
                 exec_tainted: is_exec_tainted_key(&normalized),
-                normalized,
+                normalized: normalized.into_owned(),
                 path,
                 categories,
                 cause,
@@ -284,14 +293,14 @@ impl<'a> Engine<'a> {
         match pattern::matching_key_words(self, pattern_text) {
             Some(words) => {
                 for word in words {
-                    self.classify_property(pattern_text, (*word).to_owned(), v, depth);
+                    self.classify_property(pattern_text, Cow::Borrowed(word), v, depth);
                 }
                 // The keys it matches beyond the key words are uncategorised.
-                self.classify_property(pattern_text, String::new(), v, depth);
+                self.classify_property(pattern_text, Cow::Borrowed(""), v, depth);
             }
             None => {
                 self.unresolved(UnresolvedCause::Pattern(pattern_text.to_owned()));
-                self.classify_property(pattern_text, normalize_key(pattern_text), v, depth);
+                self.classify_property(pattern_text, normalize_key_cow(pattern_text), v, depth);
             }
         }
         self.walk_property_value(v, depth);

@@ -29,10 +29,22 @@ fn ascii_fast_path_matches_the_general_path() {
         "9Lives",
         "$ref",
         "x-vendor",
+        "already_normal",
+        "a_b",
+        "a__b",
+        "_a",
+        "a_",
+        "abc123",
+        "9",
     ] {
         assert_eq!(
             normalize_ascii_key(key.as_bytes()),
             normalize_unicode_key(key),
+            "{key:?}"
+        );
+        assert_eq!(
+            super::normalize_key_cow(key),
+            super::normalize_key(key),
             "{key:?}"
         );
     }
