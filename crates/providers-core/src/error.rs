@@ -67,6 +67,15 @@ pub enum Error {
     /// A one-shot body was asked for a second time.
     #[error("one-shot request body already consumed")]
     BodyConsumed,
+    /// Runtime-only values offered to an endpoint that cannot hold them.
+    #[error("endpoint {0:?} has no runtime state to hold env or on_spawn")]
+    NoRuntimeState(String),
+    /// A runtime-only kwarg of the wrong kind (e.g. a non-string env value).
+    #[error("runtime-only kwarg {0:?} has the wrong shape")]
+    RuntimeValueShape(&'static str),
+    /// A serialised config that cannot be hydrated.
+    #[error("invalid endpoint config: {0}")]
+    InvalidConfig(&'static str),
     /// Reading a request body failed.
     #[error("reading request body failed ({0})")]
     BodyIo(std::io::ErrorKind),

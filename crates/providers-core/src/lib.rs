@@ -16,6 +16,11 @@
 //!   request bodies a retry may resend.
 //! - [`apply_forwarded_mcp_servers`], [`codex_mcp_overrides`]: MCP server
 //!   set forwarding (an explicit empty set is still forwarded).
+//! - [`EndpointConfig`], [`Endpoint`], [`Model`], [`ModelManager`]: endpoint
+//!   configuration whose runtime-only values ([`RUNTIME_STATE_NAMES`]:
+//!   `env`, `on_spawn`) never reach serialisation, iteration or Debug; model
+//!   copies; shutdown of every model.
+//! - [`RateLimitedProcessor`]: rate-limit denial defers, each tick re-drives.
 //!
 //! **Invariant:** no process, file or network I/O happens here except
 //! [`PrivateFile::write_owner_only`], the one place an owner-only file is
@@ -44,11 +49,14 @@
 
 mod body;
 mod effort;
+mod endpoint;
 mod error;
 mod event;
 mod flags;
 mod kwargs;
 mod mcp;
+mod model;
+mod processor;
 mod provider;
 mod retry;
 
@@ -56,6 +64,10 @@ pub use body::{BodyFactory, BodySource, ReadSeek, replayable_body};
 pub use effort::{
     AgyTier, Effort, clamp_agy_effort, clamp_codex_effort, codex_effort_ceiling, normalize_effort,
     strip_provider,
+};
+pub use endpoint::{
+    ChildEnv, CliCall, ConfigFields, Endpoint, EndpointConfig, KwargValue, OnSpawn,
+    RUNTIME_STATE_NAMES, RuntimeState, SpawnInfo, accepted_keys,
 };
 pub use error::{Error, HttpError};
 pub use event::{ErrorKind, FinalResult, StreamEvent, Usage};
@@ -69,6 +81,10 @@ pub use mcp::{
     STRICT_MCP_CONFIG_KEY, apply_forwarded_mcp_servers, codex_mcp_overrides,
     provider_accepts_forwarded_mcp,
 };
+pub use model::{
+    CallGuard, CircuitBreaker, Close, DEFAULT_RATE_LIMIT, Executor, Model, ModelManager,
+};
+pub use processor::{EventStatus, RateLimitedProcessor};
 pub use provider::{
     AgentRequest, Invocation, PrivateFile, Provider, Stdin, StreamParser, parse_stream,
 };

@@ -2,7 +2,9 @@
 
 mod body;
 mod effort;
+mod endpoint;
 mod flags;
 mod mcp;
+mod model;
 mod provider;
 mod retry;
