@@ -76,6 +76,15 @@ pub enum Error {
     /// A serialised config that cannot be hydrated.
     #[error("invalid endpoint config: {0}")]
     InvalidConfig(&'static str),
+    /// The plugin registry refused to activate a plugin's provider target
+    /// (untrusted, disabled, inactive, or failed to load).
+    #[error("plugin {plugin:?} provider activation refused: {reason}")]
+    PluginActivation {
+        /// The plugin.
+        plugin: String,
+        /// A short stable reason.
+        reason: &'static str,
+    },
     /// Reading a request body failed.
     #[error("reading request body failed ({0})")]
     BodyIo(std::io::ErrorKind),

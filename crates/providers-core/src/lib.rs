@@ -58,6 +58,7 @@ mod mcp;
 mod model;
 mod processor;
 mod provider;
+mod registry;
 mod retry;
 
 pub use body::{BodyFactory, BodySource, ReadSeek, replayable_body};
@@ -87,6 +88,9 @@ pub use model::{
 pub use processor::{EventStatus, RateLimitedProcessor};
 pub use provider::{
     AgentRequest, Invocation, PrivateFile, Provider, Stdin, StreamParser, parse_stream,
+};
+pub use registry::{
+    EndpointMatch, EndpointRegistry, NoPlugins, PluginActivator, PluginTarget, ProviderFactory,
 };
 pub use retry::{
     Backoff, EndpointRetry, RetryConfig, TransportFailure, call_with_retries, classify_http_error,

@@ -7,4 +7,5 @@ mod flags;
 mod mcp;
 mod model;
 mod provider;
+mod registry;
 mod retry;
