@@ -85,7 +85,7 @@ pub use mcp::{
 pub use model::{
     CallGuard, CircuitBreaker, Close, DEFAULT_RATE_LIMIT, Executor, Model, ModelManager,
 };
-pub use processor::{EventStatus, RateLimitedProcessor};
+pub use processor::{EventStatus, RateLimitedProcessor, run_replenisher};
 pub use provider::{
     AgentRequest, Invocation, PrivateFile, Provider, Stdin, StreamParser, parse_stream,
 };

@@ -121,3 +121,28 @@ impl RateLimitedProcessor {
         self.in_flight.len()
     }
 }
+
+/// Replenishes `processor` every `interval` until it is stopped.
+///
+/// Cancelling is dropping this future, at any await point including before
+/// the first tick; nothing is left half-done and nothing is raised, so a
+/// later [`RateLimitedProcessor::stop`] is always an ordinary stop. `sleep`
+/// is a parameter so this crate names no async runtime.
+pub async fn run_replenisher(
+    processor: &std::sync::Mutex<RateLimitedProcessor>,
+    interval: std::time::Duration,
+    mut sleep: impl AsyncFnMut(std::time::Duration),
+) {
+    loop {
+        {
+            let mut p = processor
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if p.is_stopped() {
+                return;
+            }
+            p.tick();
+        }
+        sleep(interval).await;
+    }
+}

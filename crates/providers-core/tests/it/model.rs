@@ -323,3 +323,96 @@ fn forwarding_never_mutates_the_shared_model() {
     assert!(Arc::ptr_eq(m.executor(), c.executor()));
     assert_eq!(c.endpoint().session_id(), Some("s"));
 }
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn cancelling_the_replenisher_before_its_loop_is_harmless() {
+    // contract: PRV-034
+    let (m, _) = agentic_model();
+    let exec = Arc::clone(m.executor());
+    // Dropped before it was ever polled: the loop was never reached.
+    let fut =
+        providers_core::run_replenisher(&exec, std::time::Duration::from_millis(1), async |_| {});
+    drop(fut);
+    // Aborted after start-up, parked in its sleep.
+    let rt = runtime();
+    let e2 = Arc::clone(&exec);
+    rt.block_on(async move {
+        let task = tokio::spawn(async move {
+            providers_core::run_replenisher(&e2, std::time::Duration::from_millis(1), async |_| {
+                std::future::pending::<()>().await;
+            })
+            .await;
+        });
+        tokio::task::yield_now().await;
+        task.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+    });
+    m.close();
+    assert!(exec.lock().unwrap().is_stopped());
+}
+
+#[test]
+fn closing_models_in_sequence_closes_all_despite_cancelled_tasks() {
+    // contract: PRV-036
+    let rt = runtime();
+    let mut mgr = ModelManager::new();
+    for _ in 0..3 {
+        mgr.register(agentic_model().0);
+    }
+    let execs: Vec<_> = mgr
+        .models()
+        .iter()
+        .map(|m| Arc::clone(m.executor()))
+        .collect();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for e in &execs {
+            let e = Arc::clone(e);
+            tasks.push(tokio::spawn(async move {
+                providers_core::run_replenisher(
+                    &e,
+                    std::time::Duration::from_millis(1),
+                    async |_| {
+                        tokio::task::yield_now().await;
+                    },
+                )
+                .await;
+            }));
+        }
+        tokio::task::yield_now().await;
+        for t in &tasks {
+            t.abort();
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    });
+    assert!(mgr.shutdown().is_empty());
+    assert!(execs.iter().all(|e| e.lock().unwrap().is_stopped()));
+}
+
+#[test]
+fn replenisher_ends_once_stopped() {
+    let mut p = RateLimitedProcessor::new(1);
+    p.submit(1, 1, true);
+    p.submit(2, 1, true);
+    let p = Mutex::new(p);
+    let ticks = std::cell::Cell::new(0);
+    runtime().block_on(providers_core::run_replenisher(
+        &p,
+        std::time::Duration::ZERO,
+        async |_| {
+            ticks.set(ticks.get() + 1);
+            if ticks.get() == 2 {
+                p.lock().unwrap().stop();
+            }
+        },
+    ));
+    assert_eq!(p.lock().unwrap().status(2), Some(&EventStatus::Completed));
+}
