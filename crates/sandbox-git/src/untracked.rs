@@ -107,31 +107,27 @@ pub fn list_untracked_files(worktree: &Path) -> Result<Vec<Vec<u8>>, Error> {
         });
     }
 
-    let mut paths = Vec::new();
-    for entry in builder.build() {
-        let entry = match entry {
-            Ok(entry) => entry,
-            // A malformed line in an ignore file: git skips such a pattern
-            // too, so this is no reason to fail the listing.
-            Err(err) if err.is_partial() => {
-                tracing::debug!(error = %err, "ignore file partly unreadable");
-                continue;
-            }
-            Err(source) => {
-                return Err(Error::Walk {
-                    path: worktree.to_owned(),
-                    source,
-                });
-            }
-        };
-        if entry.file_type().is_some_and(|t| t.is_dir()) {
-            continue;
-        }
-        let rel = relative(entry.path(), &workdir);
-        if !rel.is_empty() && !tracked.contains(rel) {
-            paths.push(rel.to_vec());
-        }
+    let collected = Mutex::new(Vec::new());
+    let failure = Mutex::new(None);
+    let mut make = VisitorBuilder {
+        workdir: &workdir,
+        tracked: &tracked,
+        collected: &collected,
+        failure: &failure,
+    };
+    builder.threads(2).build_parallel().visit(&mut make);
+    if let Some(source) = failure
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        return Err(Error::Walk {
+            path: worktree.to_owned(),
+            source,
+        });
     }
+    let mut paths = collected
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     paths.append(
         &mut nested
             .lock()
@@ -139,6 +135,72 @@ pub fn list_untracked_files(worktree: &Path) -> Result<Vec<Vec<u8>>, Error> {
     );
     paths.sort_unstable();
     Ok(paths)
+}
+
+struct VisitorBuilder<'s> {
+    workdir: &'s Path,
+    tracked: &'s HashSet<Vec<u8>>,
+    collected: &'s Mutex<Vec<Vec<u8>>>,
+    failure: &'s Mutex<Option<ignore::Error>>,
+}
+
+impl<'s> ignore::ParallelVisitorBuilder<'s> for VisitorBuilder<'s> {
+    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
+        Box::new(Visitor {
+            workdir: self.workdir,
+            tracked: self.tracked,
+            collected: self.collected,
+            failure: self.failure,
+            local: Vec::new(),
+        })
+    }
+}
+
+/// One walker thread's visitor: collects locally, hands over on drop.
+struct Visitor<'s> {
+    workdir: &'s Path,
+    tracked: &'s HashSet<Vec<u8>>,
+    collected: &'s Mutex<Vec<Vec<u8>>>,
+    failure: &'s Mutex<Option<ignore::Error>>,
+    local: Vec<Vec<u8>>,
+}
+
+impl ignore::ParallelVisitor for Visitor<'_> {
+    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> ignore::WalkState {
+        let entry = match entry {
+            Ok(entry) => entry,
+            // A malformed line in an ignore file: git skips such a pattern
+            // too, so this is no reason to fail the listing.
+            Err(err) if err.is_partial() => {
+                tracing::debug!(error = %err, "ignore file partly unreadable");
+                return ignore::WalkState::Continue;
+            }
+            Err(err) => {
+                let mut failure = self
+                    .failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                failure.get_or_insert(err);
+                return ignore::WalkState::Quit;
+            }
+        };
+        if !entry.file_type().is_some_and(|t| t.is_dir()) {
+            let rel = relative(entry.path(), self.workdir);
+            if !rel.is_empty() && !self.tracked.contains(rel) {
+                self.local.push(rel.to_vec());
+            }
+        }
+        ignore::WalkState::Continue
+    }
+}
+
+impl Drop for Visitor<'_> {
+    fn drop(&mut self) {
+        self.collected
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .append(&mut self.local);
+    }
 }
 
 fn relative<'a>(path: &'a Path, workdir: &Path) -> &'a [u8] {
