@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use providers_core::{
     AgentRequest, ErrorKind, FinalResult, Invocation, Kwargs, PrivateFile, Provider, Stdin,
-    StreamEvent, StreamParser,
+    StreamEvent, StreamParser, Usage,
 };
 use serde_json::{Value, json};
 
@@ -13,37 +13,40 @@ use crate::endpoint::ScriptedEndpoint;
 use crate::error::Error;
 use crate::script::{Response, ScriptCall, ScriptModel};
 
-/// The NDJSON lines a leg prints for one response: a `session` line first
-/// (so the transport streams early), the response's events, then a
-/// `result` line.
+/// The NDJSON lines a leg prints for one response, in the same flat shape
+/// as `lionrt`'s built-in demo script: a `system`/`init` line first (so the
+/// transport streams early), `assistant` text lines, `tool_use` lines, then
+/// a `result` line.
 pub fn response_to_ndjson(session_id: &str, response: &Response) -> String {
-    let mut lines = vec![json!({"type": "session", "id": session_id})];
+    let mut lines = vec![
+        json!({"type": "system", "subtype": "init", "session_id": session_id, "model": "scripted"}),
+    ];
+    let ok = |text: Option<String>| json!({"type": "result", "subtype": "success", "is_error": false, "result": text});
     let result = match response {
         Response::Text { text } => {
-            lines.push(json!({"type": "text", "text": text}));
-            json!({"type": "result", "is_error": false, "text": text})
+            lines.push(json!({"type": "assistant", "text": text}));
+            ok(Some(text.clone()))
         }
         Response::ToolCall {
             id,
             name,
             arguments,
         } => {
-            lines
-                .push(json!({"type": "tool_call", "id": id, "name": name, "arguments": arguments}));
-            json!({"type": "result", "is_error": false})
+            lines.push(json!({"type": "tool_use", "id": id, "name": name, "input": arguments}));
+            ok(None)
         }
         Response::Structured { data } => {
-            lines.push(json!({"type": "structured", "data": data}));
-            json!({"type": "result", "is_error": false, "text": data.to_string()})
+            lines.push(json!({"type": "assistant", "text": data.to_string(), "structured": data}));
+            ok(Some(data.to_string()))
         }
         Response::Stream { chunks } => {
             for c in chunks {
-                lines.push(json!({"type": "text", "text": c}));
+                lines.push(json!({"type": "assistant", "text": c}));
             }
-            json!({"type": "result", "is_error": false, "text": chunks.concat()})
+            ok(Some(chunks.concat()))
         }
         Response::Error { message, status } => {
-            json!({"type": "result", "is_error": true, "error": message, "status": status})
+            json!({"type": "result", "subtype": "error", "is_error": true, "error": message, "status": status})
         }
     };
     lines.push(result);
@@ -55,7 +58,9 @@ pub fn response_to_ndjson(session_id: &str, response: &Response) -> String {
     out
 }
 
-/// Parses the scripted leg's NDJSON.
+/// Parses a scripted leg's NDJSON: the lines [`response_to_ndjson`] writes
+/// and `lionrt`'s demo script (`system`/`init`, `assistant{text}`,
+/// `tool_use`, `tool_result{ok}`, `result`).
 #[derive(Debug, Default, Clone)]
 pub struct ScriptedParser {
     session_id: Option<String>,
@@ -66,47 +71,69 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
+fn u64_at(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_u64)
+}
+
 impl StreamParser for ScriptedParser {
     fn parse_value(&mut self, v: &Value) -> Vec<StreamEvent> {
         let Some(kind) = str_at(v, "type") else {
             return vec![StreamEvent::error(ErrorKind::BadShape, "event has no type")];
         };
+        let mut out = Vec::new();
         match kind {
-            "session" => match str_at(v, "id") {
-                Some(id) => {
+            "system" => {
+                if let Some(id) = str_at(v, "session_id") {
                     self.session_id = Some(id.to_owned());
-                    vec![StreamEvent::SessionId { id: id.to_owned() }]
+                    out.push(StreamEvent::SessionId { id: id.to_owned() });
                 }
-                None => vec![StreamEvent::error(
-                    ErrorKind::BadShape,
-                    "session without id",
-                )],
-            },
-            "text" => str_at(v, "text")
-                .map(|t| StreamEvent::Text { text: t.to_owned() })
-                .into_iter()
-                .collect(),
-            "tool_call" => vec![StreamEvent::ToolUse {
-                id: str_at(v, "id").unwrap_or_default().to_owned(),
+            }
+            "assistant" => {
+                if let Some(t) = str_at(v, "text") {
+                    out.push(StreamEvent::Text { text: t.to_owned() });
+                }
+            }
+            "tool_use" => out.push(StreamEvent::ToolUse {
+                id: str_at(v, "id")
+                    .or_else(|| str_at(v, "name"))
+                    .unwrap_or_default()
+                    .to_owned(),
                 name: str_at(v, "name").unwrap_or_default().to_owned(),
-                input: v.get("arguments").cloned().unwrap_or(Value::Null),
-            }],
-            "structured" => vec![StreamEvent::Text {
-                text: v.get("data").map(Value::to_string).unwrap_or_default(),
-            }],
+                input: v.get("input").cloned().unwrap_or(Value::Null),
+            }),
+            "tool_result" => out.push(StreamEvent::ToolResult {
+                id: str_at(v, "id")
+                    .or_else(|| str_at(v, "name"))
+                    .unwrap_or_default()
+                    .to_owned(),
+                content: v.clone(),
+                is_error: v.get("ok").and_then(Value::as_bool) == Some(false),
+            }),
             "result" => {
                 self.finished = true;
-                let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(true);
-                vec![StreamEvent::Final(FinalResult {
+                if let Some(u) = v.get("usage") {
+                    out.push(StreamEvent::Usage(Usage {
+                        input_tokens: u64_at(u, "input_tokens"),
+                        output_tokens: u64_at(u, "output_tokens"),
+                        cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
+                        ..Usage::default()
+                    }));
+                }
+                let is_error = match v.get("is_error").and_then(Value::as_bool) {
+                    Some(b) => b,
+                    None => str_at(v, "subtype") != Some("success"),
+                };
+                out.push(StreamEvent::Final(FinalResult {
                     is_error,
-                    text: str_at(v, "text").map(str::to_owned),
+                    text: str_at(v, "result").map(str::to_owned),
                     error: is_error
                         .then(|| str_at(v, "error").unwrap_or("scripted error").to_owned()),
-                    subtype: None,
-                })]
+                    subtype: str_at(v, "subtype").map(str::to_owned),
+                }));
             }
-            _ => Vec::new(),
+            _ => {}
         }
+        out
     }
 
     fn finish(&mut self) -> Vec<StreamEvent> {
@@ -205,7 +232,7 @@ impl Provider for ScriptedProvider {
         ScriptedParser::default()
     }
 
-    /// The session line is printed at once.
+    /// The init line is printed at once.
     fn streams_first_output_early(&self) -> bool {
         true
     }

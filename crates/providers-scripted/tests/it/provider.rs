@@ -58,7 +58,7 @@ fn legs_replay_the_script_through_the_cli() {
                 is_error: false,
                 text: Some("Hello".into()),
                 error: None,
-                subtype: None
+                subtype: Some("success".into())
             }),
         ]
     );
@@ -112,7 +112,7 @@ fn structured_and_missing_result() {
     }));
     let events = parse_stream(
         &mut ScriptedParser::default(),
-        "{\"type\":\"session\",\"id\":\"s\"}\nnoise\n",
+        "{\"type\":\"system\",\"session_id\":\"s\"}\nnoise\n",
     );
     assert!(matches!(
         events[1],
@@ -128,6 +128,45 @@ fn structured_and_missing_result() {
             ..
         }
     ));
+}
+
+const DEMO: &str = include_str!("../../../../fixtures/providers/scripted_demo.jsonl");
+
+#[test]
+fn parses_the_lionrt_demo_script() {
+    let events = parse_stream(&mut ScriptedParser::default(), DEMO);
+    assert_eq!(
+        events[0],
+        StreamEvent::Text {
+            text: "Reading the task and planning the change.".into()
+        }
+    );
+    assert_eq!(
+        events[1],
+        StreamEvent::ToolUse {
+            id: "edit".into(),
+            name: "edit".into(),
+            input: json!({"path": "README.md"})
+        }
+    );
+    assert!(matches!(
+        &events[2],
+        StreamEvent::ToolResult {
+            is_error: false,
+            ..
+        }
+    ));
+    assert!(
+        matches!(&events[4], StreamEvent::Usage(u) if u.input_tokens == Some(1200) && u.output_tokens == Some(340))
+    );
+    assert!(matches!(
+        &events[5],
+        StreamEvent::Final(FinalResult {
+            is_error: false,
+            ..
+        })
+    ));
+    assert_eq!(events.len(), 6);
 }
 
 proptest! {
