@@ -133,22 +133,20 @@ pub fn strip_provider(model: &str) -> &str {
 }
 
 fn strip_date(model: &str) -> &str {
-    // `-YYYY-MM-DD` is 11 bytes.
-    if model.len() > 11 {
-        let (head, tail) = model.split_at(model.len() - 11);
-        let b = tail.as_bytes();
-        let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
-        if b[0] == b'-'
-            && digits(1..5)
-            && b[5] == b'-'
-            && digits(6..8)
-            && b[8] == b'-'
-            && digits(9..11)
-        {
-            return head;
-        }
-    }
-    model
+    // `-YYYY-MM-DD` is 11 ASCII bytes; `get` refuses a split inside a
+    // multi-byte character instead of panicking.
+    let Some(cut) = model.len().checked_sub(11).filter(|c| *c > 0) else {
+        return model;
+    };
+    let (Some(head), Some(tail)) = (model.get(..cut), model.get(cut..)) else {
+        return model;
+    };
+    let b = tail.as_bytes();
+    let is_date = b.iter().enumerate().all(|(i, c)| match i {
+        0 | 5 | 8 => *c == b'-',
+        _ => c.is_ascii_digit(),
+    });
+    if is_date { head } else { model }
 }
 
 /// agy's effort tiers, expressed only as a suffix of the model display name.

@@ -93,3 +93,24 @@ fn agy_clamp_table() {
         assert_ne!(clamp_agy_effort(e, false), AgyTier::Medium);
     }
 }
+
+proptest::proptest! {
+    #[test]
+    fn clamping_never_panics_on_any_model_string(model in ".*", raw in ".*") {
+        for e in Effort::ALL {
+            let _ = clamp_codex_effort(&model, e);
+        }
+        let _ = codex_effort_ceiling(&format!("{model}-2025-08-07"));
+        let _ = normalize_effort(&raw);
+    }
+}
+
+#[test]
+fn dated_variants_and_multibyte_names() {
+    assert_eq!(
+        codex_effort_ceiling("gpt-5.6-luna-2026-01-02"),
+        Some(Effort::Max)
+    );
+    assert_eq!(codex_effort_ceiling("éééééé-2025"), None);
+    assert_eq!(codex_effort_ceiling("gpt-5-2025-8-07"), None);
+}
