@@ -48,6 +48,29 @@
 //! - **Read-before-edit** ([`ReadGuard`]): a read evicted from the agent's
 //!   context no longer allows an edit.
 //!
+//! # Readings of open questions (fail-closed)
+//!
+//! - Detached HEAD at creation: refused, rather than recording no base.
+//! - "Decisive" probe failure: any error of any probe. A failure does not
+//!   erase what an earlier probe found, but `checked` is false and only
+//!   [`CompletionEvidence::is_completed_empty`] (which needs `checked`) lets
+//!   a caller stamp completed-empty.
+//! - A cell's environment replaces the host's (`env_clear` first), it is
+//!   never merged into it.
+//! - Protected names compare ignoring ASCII case; an agent request with an
+//!   unknown field (such as `allow_protected`) is rejected, not ignored.
+//! - Synchronous seam: [`SandboxBackend`] methods block; async callers use
+//!   `spawn_blocking`. The trait has no `name()`, so callers cannot branch
+//!   on one.
+//!
+//! # Limits
+//!
+//! A worktree shares refs, config and objects with the main repository: an
+//! agent running plain git in its sandbox can move any branch itself. The
+//! merge guard governs merges made through this crate;
+//! [`LocalWorktreeBackend`] reports `filesystem_isolated: false` and
+//! `network_isolated: false` so callers that need isolation refuse it.
+//!
 //! # Example
 //!
 //! ```

@@ -100,8 +100,13 @@ fn exec_cells_see_only_the_safe_keys_plus_their_allow_list() {
 #[test]
 fn the_real_process_environment_is_never_inherited() {
     let repo = TestRepo::new("work");
-    // The test process's own environment (cargo sets CARGO_* variables).
-    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    // Every variable of this test process's environment (the test runner
+    // sets CARGO_* ones) other than the four safe keys.
+    let safe = ["PATH", "HOME", "PYTHONPATH", "VIRTUAL_ENV"];
+    let host_only: Vec<String> = std::env::vars_os()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .filter(|k| !safe.contains(&k.as_str()))
+        .collect();
     let backend = backend(&repo, HostEnv::from_process());
     let sandbox = backend
         .provision(&ProvisionRequest::default())
@@ -110,7 +115,9 @@ fn the_real_process_environment_is_never_inherited() {
     let allowed = BTreeSet::from(["PATH", "HOME", "PYTHONPATH", "VIRTUAL_ENV"]);
     assert!(keys(&env).is_subset(&allowed), "{:?}", keys(&env));
     assert!(env.contains_key("PATH"));
-    assert!(!env.contains_key("CARGO_MANIFEST_DIR"));
+    for key in &host_only {
+        assert!(!env.contains_key(key), "{key} leaked into the cell");
+    }
 }
 
 // contract: GIT-013
