@@ -75,7 +75,7 @@ impl BundleDir {
         Ok((File::from(fd), size))
     }
 
-    /// Reads a whole declared file, refusing more than `max` bytes.
+    /// Reads a whole declared file (the manifest), refusing more than `max` bytes.
     pub(crate) fn read(&self, rel: &str, max: u64) -> io::Result<Vec<u8>> {
         let (file, size) = self.open_file(rel)?;
         if size > max {
@@ -89,6 +89,24 @@ impl BundleDir {
         Ok(bytes)
     }
 
+    /// Reads a whole declared file and hashes it in the same pass (each
+    /// chunk is hashed while it is still in cache, then appended), refusing
+    /// more than `max` bytes. The digest is of exactly the returned bytes.
+    pub(crate) fn read_hashed(
+        &self,
+        rel: &str,
+        max: u64,
+        buf: &mut [u8],
+    ) -> io::Result<(Vec<u8>, [u8; 32])> {
+        let (file, size) = self.open_file(rel)?;
+        if size > max {
+            return Err(too_large(max));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        let digest = stream(file, max, buf, |chunk| bytes.extend_from_slice(chunk))?;
+        Ok((bytes, digest))
+    }
+
     /// Streams a declared file through sha256 with a small reused buffer,
     /// refusing more than `max` bytes.
     pub(crate) fn hash(&self, rel: &str, max: u64, buf: &mut [u8]) -> io::Result<[u8; 32]> {
@@ -96,26 +114,37 @@ impl BundleDir {
         if size > max {
             return Err(too_large(max));
         }
-        let mut reader = file.take(max + 1);
-        let mut hasher = Sha256::new();
-        let mut total = 0u64;
-        loop {
-            let n = match reader.read(buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            total += n as u64;
-            hasher.update(&buf[..n]);
-        }
-        if total > max {
-            return Err(too_large(max));
-        }
-        Ok(hasher.finalize().into())
+        stream(file, max, buf, |_| {})
     }
 }
 
+/// Reads `file` in `buf`-sized chunks, hashing each and handing it to
+/// `sink`; fails past `max` bytes.
+fn stream(
+    file: File,
+    max: u64,
+    buf: &mut [u8],
+    mut sink: impl FnMut(&[u8]),
+) -> io::Result<[u8; 32]> {
+    let mut reader = file.take(max + 1);
+    let mut hasher = Sha256::new();
+    let mut total = 0u64;
+    loop {
+        let n = match reader.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        total += n as u64;
+        if total > max {
+            return Err(too_large(max));
+        }
+        hasher.update(&buf[..n]);
+        sink(&buf[..n]);
+    }
+    Ok(hasher.finalize().into())
+}
 fn map_open_error(errno: rustix::io::Errno) -> io::Error {
     if errno == rustix::io::Errno::LOOP || errno == rustix::io::Errno::NOTDIR {
         io::Error::new(

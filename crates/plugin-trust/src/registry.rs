@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::bundle_fs::BundleDir;
 use crate::error::{Error, Result};
-use crate::manifest::{MANIFEST_FILE, Manifest, hex, hex_sha256, hook_arg_path};
+use crate::manifest::{MANIFEST_FILE, Manifest, hex, hook_arg_path};
 use crate::provider::ProviderDefinition;
 use crate::report::{
     CacheStats, DisclosedFile, DisclosedHook, DisclosedTool, Disclosure, DiscoveryProblem,
@@ -125,7 +125,7 @@ enum Loaded {
 type CacheKey = (String, String, String, LoadKind);
 
 /// Verified bytes of a declared file and their sha256.
-type VerifiedBytes = (Arc<[u8]>, String);
+type VerifiedBytes = (Arc<Vec<u8>>, String);
 
 /// A verified target: the bytes that were hashed, and what was loaded from
 /// them.
@@ -138,7 +138,7 @@ pub struct Activation {
     plugin: String,
     path: String,
     sha256: String,
-    bytes: Arc<[u8]>,
+    bytes: Arc<Vec<u8>>,
     callable: Option<String>,
     loaded: Loaded,
 }
@@ -511,15 +511,15 @@ impl Registry {
                 source,
             };
             if wanted.contains(path) {
-                let bytes = eligible
+                let (bytes, digest) = eligible
                     .dir
-                    .read(path, self.config.max_file_size)
+                    .read_hashed(path, self.config.max_file_size, &mut buf)
                     .map_err(unreadable)?;
-                let sha = hex_sha256(&bytes);
+                let sha = hex(&digest);
                 if &sha != recorded {
                     return Err(changed(format!("'{path}' differs")));
                 }
-                out.insert(path.clone(), (Arc::from(bytes), sha));
+                out.insert(path.clone(), (Arc::new(bytes), sha));
             } else {
                 let digest = eligible
                     .dir

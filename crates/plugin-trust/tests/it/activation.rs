@@ -2,6 +2,7 @@
 //! file kind, the cache, and execution from sealed copies.
 
 use std::fs::FileTimes;
+use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use plugin_trust::{Error, Registry, Target};
@@ -408,4 +409,34 @@ fn untrusted_plugins_never_activate() {
     }
     assert!(registry.activate_hooks("kit", "PreToolUse").is_err());
     assert_eq!(registry.cache_stats().loads, 0);
+}
+
+#[test]
+fn sealed_copies_are_open_only_in_the_child_that_runs_them() {
+    let (_env, registry) = trusted_kit();
+    let activation = registry.activate("kit", &tool()).expect("tool");
+    let list_fds = "for f in /proc/self/fd/*; do readlink \"$f\"; done";
+    // Another child spawned while the activation is alive inherits nothing.
+    let other = Command::new("/bin/sh")
+        .args(["-c", list_fds])
+        .output()
+        .expect("run");
+    let listing = String::from_utf8_lossy(&other.stdout);
+    assert!(!listing.contains("memfd:"), "leaked: {listing}");
+    // The sealed copy cannot be written through, even by its owner.
+    let sealed_path = activation
+        .command()
+        .expect("cmd")
+        .get_program()
+        .to_string_lossy()
+        .into_owned();
+    assert!(sealed_path.starts_with("/proc/self/fd/"));
+    if let Ok(mut file) = std::fs::OpenOptions::new().write(true).open(&sealed_path) {
+        use std::io::Write;
+        assert!(file.write_all(b"#!/bin/sh\necho evil\n").is_err(), "sealed");
+    }
+    assert_eq!(
+        activation.sealed_bytes().expect("sealed").expect("read"),
+        activation.bytes()
+    );
 }
