@@ -52,8 +52,6 @@ pub struct Leg {
     stderr_task: Option<JoinHandle<()>>,
     stderr_tail_len: usize,
     decoder: LineDecoder,
-    pending: VecDeque<Event>,
-    buf: Box<[u8]>,
     watchdogs: Watchdogs,
     spawned_at: Instant,
     last_output: Option<Instant>,
@@ -135,6 +133,7 @@ impl Leg {
         let Some(pid) = child.id().and_then(|pid| i32::try_from(pid).ok()) else {
             // Tokio only forgets the id after reaping, which cannot have
             // happened yet; treat it as a spawn failure all the same.
+            let _ = child.start_kill();
             return Err(Error::Spawn {
                 program: program.to_string_lossy().into_owned(),
                 source: std::io::Error::other("child id unavailable after spawn"),
@@ -161,9 +160,7 @@ impl Leg {
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             stderr_task: None,
             stderr_tail_len: spec.stderr_tail_len,
-            decoder: LineDecoder::new(spec.max_line_len, spec.line_format),
-            pending: VecDeque::new(),
-            buf: vec![0; READ_CHUNK].into_boxed_slice(),
+            decoder: LineDecoder::new(spec.max_line_len, spec.line_format, READ_CHUNK),
             watchdogs,
             spawned_at: Instant::now(),
             last_output: None,
@@ -245,7 +242,7 @@ impl Leg {
     /// timeout returned. Cancelling this future loses no bytes.
     pub async fn next_event(&mut self) -> Result<Option<Event>> {
         loop {
-            if let Some(event) = self.pending.pop_front() {
+            if let Some(event) = self.decoder.next_event() {
                 return Ok(Some(event));
             }
             let Some(stdout) = self.stdout.as_mut() else {
@@ -262,9 +259,9 @@ impl Leg {
                     .map(|after| (last + after, WatchdogKind::Idle(after))),
             };
             let read = match deadline {
-                None => stdout.read(&mut self.buf).await,
+                None => stdout.read(self.decoder.read_buf()).await,
                 Some((at, kind)) => {
-                    match tokio::time::timeout_at(at, stdout.read(&mut self.buf)).await {
+                    match tokio::time::timeout_at(at, stdout.read(self.decoder.read_buf())).await {
                         Ok(read) => read,
                         Err(_) => {
                             tracing::warn!(
@@ -281,11 +278,11 @@ impl Leg {
             match read {
                 Ok(0) => {
                     self.stdout = None;
-                    self.decoder.finish(&mut self.pending);
+                    return Ok(self.decoder.finish());
                 }
                 Ok(n) => {
                     self.last_output = Some(Instant::now());
-                    self.decoder.push(&self.buf[..n], &mut self.pending);
+                    self.decoder.filled(n);
                 }
                 Err(source) => return Err(Error::Io { source }),
             }

@@ -1,7 +1,5 @@
 //! Unit tests for the bounded line decoder.
 
-use std::collections::VecDeque;
-
 use proptest::prelude::*;
 
 use super::{Event, LineDecoder, LineFormat};
@@ -11,15 +9,20 @@ fn decode_in_chunks(input: &[u8], max: usize, chunk: usize) -> (Vec<Event>, usiz
 }
 
 fn decode_as(format: LineFormat, input: &[u8], max: usize, chunk: usize) -> (Vec<Event>, usize) {
-    let mut decoder = LineDecoder::new(max, format);
-    let mut out = VecDeque::new();
+    let chunk = chunk.max(1);
+    let mut decoder = LineDecoder::new(max, format, chunk);
+    let mut out = Vec::new();
     let mut peak = 0;
-    for piece in input.chunks(chunk.max(1)) {
-        decoder.push(piece, &mut out);
+    for piece in input.chunks(chunk) {
+        decoder.read_buf()[..piece.len()].copy_from_slice(piece);
+        decoder.filled(piece.len());
+        while let Some(event) = decoder.next_event() {
+            out.push(event);
+        }
         peak = peak.max(decoder.partial.capacity());
     }
-    decoder.finish(&mut out);
-    (out.into(), peak)
+    out.extend(decoder.finish());
+    (out, peak)
 }
 
 #[test]
