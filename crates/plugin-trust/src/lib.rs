@@ -132,10 +132,10 @@ mod error;
 mod manifest;
 mod provider;
 mod registry;
-mod report;
 mod sealed;
 mod settings;
 mod version;
+mod wire;
 
 pub use error::{Error, Result};
 pub use manifest::{
@@ -144,9 +144,9 @@ pub use manifest::{
 };
 pub use provider::{PluginProvider, ProviderDefinition, ProviderFallback, ProviderKind};
 pub use registry::{Activation, Config, HookActivation, Registry, Target};
-pub use report::{
+pub use settings::{SettingsFile, TrustRecord};
+pub use version::{COMPAT_VERSION, specifier_admits};
+pub use wire::{
     CacheStats, DisclosedFile, DisclosedHook, DisclosedTool, Disclosure, DiscoveryProblem,
     FileCheck, HashCheck, ListReport, PluginSummary, TrustReport, TrustState, VerifyReport,
 };
-pub use settings::{SettingsFile, TrustRecord};
-pub use version::{COMPAT_VERSION, specifier_admits};

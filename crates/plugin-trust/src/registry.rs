@@ -12,13 +12,13 @@ use crate::bundle_fs::BundleDir;
 use crate::error::{Error, Result};
 use crate::manifest::{MANIFEST_FILE, Manifest, hex, hook_arg_path};
 use crate::provider::ProviderDefinition;
-use crate::report::{
-    CacheStats, DisclosedFile, DisclosedHook, DisclosedTool, Disclosure, DiscoveryProblem,
-    FileCheck, HashCheck, ListReport, PluginSummary, TrustReport, TrustState, VerifyReport,
-};
 use crate::sealed::{SealedFile, inherit_in_child};
 use crate::settings::{Settings, SettingsFile, TrustRecord};
 use crate::version::{COMPAT_VERSION, specifier_admits};
+use crate::wire::{
+    CacheStats, DisclosedFile, DisclosedHook, DisclosedTool, Disclosure, DiscoveryProblem,
+    FileCheck, HashCheck, ListReport, PluginSummary, TrustReport, TrustState, VerifyReport,
+};
 
 /// How a [`Registry`] finds bundles and trust.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -550,7 +550,7 @@ impl Registry {
             self.loads.fetch_add(1, Ordering::Relaxed);
             let loaded = match kind {
                 LoadKind::Data => Ok(Loaded::Data),
-                LoadKind::Executable => SealedFile::new(&format!("{plugin}:{path}"), bytes)
+                LoadKind::Executable => SealedFile::new(&memfd_name(plugin, path), bytes)
                     .map(Loaded::Executable)
                     .map_err(|e| Arc::from(format!("cannot seal for execution: {e}"))),
                 LoadKind::Provider => ProviderDefinition::parse(bytes)
@@ -825,6 +825,18 @@ impl Registry {
     /// file, then writes the record under the settings lock. Refuses if any
     /// declared file is unreadable.
     pub fn trust(&self, plugin: &str) -> Result<TrustReport> {
+        self.trust_checked(plugin, None)
+    }
+
+    /// Trusts exactly what a [`Disclosure`] showed: refuses with
+    /// [`Error::Changed`] if the manifest or any declared file hashes
+    /// differently now than when [`Registry::show`] produced it, so a bundle
+    /// edited between "show" and the user's "yes" is not trusted.
+    pub fn trust_as_disclosed(&self, disclosure: &Disclosure) -> Result<TrustReport> {
+        self.trust_checked(&disclosure.name, Some(disclosure))
+    }
+
+    fn trust_checked(&self, plugin: &str, shown: Option<&Disclosure>) -> Result<TrustReport> {
         let dir_path = self.bundle_dir(plugin)?;
         let manifest = self.rescan(plugin, &dir_path)?;
         let dir = BundleDir::open(&dir_path).map_err(|source| Error::Unreadable {
@@ -849,6 +861,27 @@ impl Registry {
             targets,
             bundle_path: dir_path.to_string_lossy().into_owned(),
         };
+        if let Some(shown) = shown {
+            let shown_files: BTreeMap<&str, Option<&str>> = shown
+                .files
+                .iter()
+                .map(|f| (f.path.as_str(), f.sha256.as_deref()))
+                .collect();
+            let now_files: BTreeMap<&str, Option<&str>> = record
+                .targets
+                .iter()
+                .map(|(p, h)| (p.as_str(), h.as_deref()))
+                .collect();
+            if shown.manifest_sha256 != record.manifest
+                || shown_files != now_files
+                || shown.bundle_path != dir_path
+            {
+                return Err(Error::Changed {
+                    plugin: plugin.to_owned(),
+                    what: "the bundle differs from what was shown".to_owned(),
+                });
+            }
+        }
         self.settings
             .update(|settings| settings.set_record(plugin, &record))?;
         tracing::info!(plugin, "plugin trusted");
@@ -900,6 +933,20 @@ impl Registry {
             pruned
         })
     }
+}
+
+/// A memfd name (shown in `/proc/*/fd` links) within the kernel's 249-byte
+/// limit: a long path must not turn into a load failure.
+fn memfd_name(plugin: &str, path: &str) -> String {
+    let mut name = format!("{plugin}:{path}");
+    if name.len() > 200 {
+        let mut cut = 200;
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        name.truncate(cut);
+    }
+    name
 }
 
 fn check(recorded: Option<String>, current: Option<String>) -> HashCheck {

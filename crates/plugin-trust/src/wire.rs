@@ -1,5 +1,5 @@
-//! Serde-serialisable results of the trust operations (`lionrt plugin ...
-//! --json` prints them as they are).
+//! The serde-serialisable results of the trust operations: the `--json`
+//! shape of `lionrt plugin ...`, version 1 (fields are only ever added).
 
 use std::path::PathBuf;
 
