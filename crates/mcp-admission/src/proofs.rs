@@ -172,6 +172,9 @@ impl<'a> Engine<'a> {
         depth: usize,
     ) -> ProofResult {
         for (k, v) in props {
+            if !self.charge() {
+                return self.fail(Proof::Boundedness, InsufficiencyCause::LimitReached);
+            }
             if !property_value_may_be_object_shaped(v) {
                 continue;
             }
@@ -247,6 +250,9 @@ impl<'a> Engine<'a> {
         };
         let mut array_exception: Option<bool> = None;
         for (k, v) in m {
+            if !self.charge() {
+                return self.fail(P, InsufficiencyCause::LimitReached);
+            }
             self.push(Seg::Key(k));
             let result = self.coverage_keyword(m, k, v, depth, &mut array_exception);
             self.pop();

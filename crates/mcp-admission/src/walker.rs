@@ -68,7 +68,9 @@ impl<'a> Engine<'a> {
             }
         };
         for (k, v) in m {
-            if self.exhausted {
+            // Every keyword costs a unit, so a node with a million scalar
+            // keywords is as bounded as one with a million branches.
+            if !self.charge() {
                 self.unresolved(UnresolvedCause::NodeBudget);
                 return;
             }
@@ -174,11 +176,11 @@ impl<'a> Engine<'a> {
             Some(other) => other,
         };
         for name in names {
-            let Value::String(name) = name else { continue };
             if !self.charge() {
                 self.unresolved(UnresolvedCause::NodeBudget);
                 return;
             }
+            let Value::String(name) = name else { continue };
             let mut path = self.path.clone();
             path.push(Seg::Key(name));
             self.pending_required

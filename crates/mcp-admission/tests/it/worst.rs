@@ -94,3 +94,23 @@ fn thousands_of_refs_to_one_large_tuple_are_checked_once() {
     assert!(r.nodes_visited <= 5_000);
     assert!(r.reason.is_some());
 }
+
+#[test]
+fn wide_scalar_nodes_stay_in_budget() {
+    let mut node: Map<String, Value> = (0..200_000)
+        .map(|i| (format!("k{i}"), Value::from(i)))
+        .collect();
+    node.insert("type".to_owned(), Value::from("object"));
+    node.insert(
+        "required".to_owned(),
+        Value::Array((0..200_000).map(Value::from).collect()),
+    );
+    let schema = Value::Object(node);
+    for name in ["exec", "notebook"] {
+        let started = Instant::now();
+        let r = explain_tool_admission(name, Some(&schema), Some("Execute terminal commands"));
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert!(r.nodes_visited <= 5_000);
+        assert!(r.reason.is_some());
+    }
+}
