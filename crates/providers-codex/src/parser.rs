@@ -160,6 +160,14 @@ impl StreamParser for CodexParser {
                 let msg = error_text(v).unwrap_or_else(|| "turn failed".into());
                 out.push(self.fail(msg));
             }
+            // After the terminal event the run's outcome is settled: the
+            // sentinel adds nothing, and anything else is reported without
+            // a second terminal.
+            "error" if self.finished && !is_benign_eos(obj) => {
+                let msg = error_text(v).unwrap_or_else(|| "codex error after end of turn".into());
+                out.push(StreamEvent::error(ErrorKind::Failed, msg));
+            }
+            "error" if self.finished => {}
             "error" => {
                 if is_benign_eos(obj) {
                     self.finished = true;

@@ -60,6 +60,7 @@ mod processor;
 mod provider;
 mod registry;
 mod retry;
+mod seam;
 
 pub use body::{BodyFactory, BodySource, ReadSeek, replayable_body};
 pub use effort::{
@@ -96,3 +97,4 @@ pub use retry::{
     Backoff, EndpointRetry, RetryConfig, TransportFailure, call_with_retries, classify_http_error,
     retry_with_backoff,
 };
+pub use seam::check_provider_contract;

@@ -22,10 +22,20 @@ fn u64_at(v: &Value, key: &str) -> Option<u64> {
 
 impl StreamParser for AgyParser {
     fn parse_value(&mut self, v: &Value) -> Vec<StreamEvent> {
-        if !v.is_object() {
+        let known = ["status", "response", "result", "error", "conversation_id"];
+        if !v
+            .as_object()
+            .is_some_and(|o| known.iter().any(|k| o.contains_key(*k)))
+        {
             return vec![StreamEvent::error(
                 ErrorKind::BadShape,
-                "result is not an object",
+                "not an agy result object",
+            )];
+        }
+        if self.finished {
+            return vec![StreamEvent::error(
+                ErrorKind::BadShape,
+                "extra object after the result",
             )];
         }
         let mut out = Vec::new();

@@ -153,3 +153,13 @@ proptest! {
         let _ = p.finish();
     }
 }
+
+#[test]
+fn keeps_the_seam_contract() {
+    let mut req = providers_core::AgentRequest::new("p");
+    req.workspace = Some("/repo".into());
+    let p = providers_claude::ClaudeProvider::default();
+    for s in [SUCCESS, ERROR, API_ERROR, ""] {
+        assert_eq!(providers_core::check_provider_contract(&p, &req, s), Ok(()));
+    }
+}

@@ -101,8 +101,21 @@ fn benign_end_of_stream_is_clean() {
     // contract: PRV-081
     let mut p = CodexParser::default();
     let events = parse_stream(&mut p, BENIGN);
-    assert_eq!(events.last(), Some(&StreamEvent::BenignEnd));
-    assert!(finals(&events).iter().all(|f| !f.is_error));
+    let f = finals(&events);
+    assert_eq!(f.len(), 1);
+    assert!(
+        !f[0].is_error,
+        "the trailing sentinel does not fail the run"
+    );
+    assert!(
+        matches!(events.last(), Some(StreamEvent::Final(_))),
+        "and adds no second terminal"
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::Error { .. }))
+    );
     // On its own (a resumed session ending with only the sentinel).
     let ev = one(json!({"type": "error", "error": {}}));
     assert_eq!(ev, [StreamEvent::BenignEnd]);
@@ -178,5 +191,14 @@ proptest! {
         let _ = p.parse_line(&line);
         let _ = p.parse_value(&json!({"type": kind, "error": payload, "item": payload, "usage": payload}));
         let _ = p.finish();
+    }
+}
+
+#[test]
+fn keeps_the_seam_contract() {
+    let req = providers_core::AgentRequest::new("p");
+    let p = providers_codex::CodexProvider::default();
+    for s in [SUCCESS, FAILED, BENIGN, ""] {
+        assert_eq!(providers_core::check_provider_contract(&p, &req, s), Ok(()));
     }
 }

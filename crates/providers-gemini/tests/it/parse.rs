@@ -155,3 +155,12 @@ proptest! {
         let _ = parse_agy_error_line(&line);
     }
 }
+
+#[test]
+fn keeps_the_seam_contract() {
+    let req = providers_core::AgentRequest::new("p");
+    let p = providers_gemini::GeminiProvider::default();
+    for s in [OUTPUT, ERROR, ""] {
+        assert_eq!(providers_core::check_provider_contract(&p, &req, s), Ok(()));
+    }
+}

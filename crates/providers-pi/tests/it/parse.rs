@@ -125,3 +125,12 @@ proptest! {
         let _ = p.finish();
     }
 }
+
+#[test]
+fn keeps_the_seam_contract() {
+    let req = providers_core::AgentRequest::new("p");
+    let p = providers_pi::PiProvider::default();
+    for s in [EVENTS, ""] {
+        assert_eq!(providers_core::check_provider_contract(&p, &req, s), Ok(()));
+    }
+}

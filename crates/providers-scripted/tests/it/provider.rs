@@ -178,3 +178,19 @@ proptest! {
         let _ = p.finish();
     }
 }
+
+#[test]
+fn keeps_the_seam_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        ScriptModel::from_json(r#"[{"type": "text", "text": "a"}, {"type": "text", "text": "b"}, {"type": "text", "text": "c"}]"#)
+            .unwrap();
+    let p = ScriptedProvider::new("lionrt", dir.path(), script);
+    let leg = response_to_ndjson("s-1", &Response::Text { text: "x".into() });
+    for s in [DEMO, leg.as_str(), ""] {
+        assert_eq!(
+            providers_core::check_provider_contract(&p, &AgentRequest::new("p"), s),
+            Ok(())
+        );
+    }
+}
