@@ -171,6 +171,16 @@
 //! - 20 (annotation siblings): a `$ref` with only annotation siblings gets
 //!   exactly its target's verdict.
 //!
+//! # Limits kept from the original
+//!
+//! For a tool whose name and description do not signal execution, an
+//! unresolvable channel is insufficient evidence, not a denial (ADM-056). So
+//! a command key that sits deeper than the depth cap, past the node budget,
+//! behind an unknown keyword or behind a pattern that cannot be compiled is
+//! not seen under such a name; the same schema under an executor name or
+//! description is denied. Hosts wanting the stricter posture can deny when
+//! [`AdmissionReport::unresolved`] is non-empty.
+//!
 //! Names and keys are case-folded with full Unicode case folding (`ſhell` is
 //! `shell`); `$ref` is a local JSON pointer (`#` or `#/...`), not
 //! percent-decoded; anything else (`http://...`, `#anchor`) is unresolvable.
