@@ -7,7 +7,8 @@
 //! paths (`system_prompt_file`, `append_system_prompt_file`, `mcp_config`,
 //! `settings`) must stay inside the workspace; `add_dir` is exempt (an
 //! absolute `add_dir` is an intentional read-only grant).
-//! [`ClaudeParser`] reads `--output-format stream-json`.
+//! [`ClaudeParser`] reads `--output-format stream-json`. Claude Code has no
+//! effort flag in the spec, so a request's effort is not passed.
 //!
 //! ```
 //! use providers_core::{AgentRequest, Provider};

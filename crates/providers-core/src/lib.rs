@@ -22,6 +22,21 @@
 //!   copies; shutdown of every model.
 //! - [`RateLimitedProcessor`]: rate-limit denial defers, each tick re-drives.
 //!
+//! **Readings of open points in the spec** (CONTRACTS.md, Ambiguities B):
+//! - Effort (6): eight levels; agy's table maps none/minimal/low to Low,
+//!   medium to Medium, high and above to High; for Gemini 3.1 Pro (no
+//!   Medium) medium goes up to High.
+//! - Codex ceilings (7): a model matches exactly after stripping a
+//!   `provider/` prefix and a `-YYYY-MM-DD` suffix; `ultra` on
+//!   gpt-5.6-luna clamps to `max`.
+//! - `max_retries` (8): `0` is one attempt; after the active layer gives up
+//!   the caller receives the non-retryable sentinel, whose source is the
+//!   HTTP error.
+//! - Runtime-only values (21): [`CliCall`] carries `env`/`on_spawn` for any
+//!   provider, so all four CLIs get the same redaction.
+//! - Effort on Claude Code: the spec gives no clamp table or flag, so the
+//!   Claude provider passes no effort.
+//!
 //! **Invariant:** no process, file or network I/O happens here except
 //! [`PrivateFile::write_owner_only`], the one place an owner-only file is
 //! created, and reading a caller-supplied body in [`replayable_body`].
