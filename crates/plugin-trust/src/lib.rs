@@ -106,10 +106,13 @@
 //!
 //! `lionrt plugin list|show|trust|untrust|verify|gc` map to
 //! [`Registry::list`] ([`ListReport`]), [`Registry::show`]
-//! ([`Disclosure`]), [`Registry::trust`] ([`TrustReport`]),
+//! ([`Disclosure`]), [`Registry::trust`] or, after an interactive
+//! confirmation, [`Registry::trust_as_disclosed`] ([`TrustReport`]),
 //! [`Registry::untrust`] (`bool`), [`Registry::verify`] ([`VerifyReport`])
 //! and [`Registry::gc`] (pruned names); every report is `Serialize` for
-//! `--json`. [`Config::from_env`] is the one place that reads the
+//! `--json`. [`Registry::set_enabled`] writes `disabled_plugins`. Hook
+//! dispatch uses [`Registry::activate_hooks`]; [`Registry::cache_stats`]
+//! exposes the activation cache counters. [`Config::from_env`] is the one place that reads the
 //! environment (`LIONAGI_SETTINGS_FILE`, `LIONAGI_PLUGINS_DIR`, `HOME`).
 //!
 //! # Choices where the spec is open

@@ -20,6 +20,9 @@ use crate::wire::{
     FileCheck, HashCheck, ListReport, PluginSummary, TrustReport, TrustState, VerifyReport,
 };
 
+/// The largest `plugin.yaml` read: a manifest is a short list of names.
+const MANIFEST_MAX: u64 = 1024 * 1024;
+
 /// How a [`Registry`] finds bundles and trust.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -30,7 +33,8 @@ pub struct Config {
     /// The user-level settings file holding trust records and the
     /// disabled list.
     pub settings_path: PathBuf,
-    /// The largest declared file (and manifest) read, in bytes.
+    /// The largest declared file read, in bytes (default 64 MiB). A
+    /// manifest is further capped at 1 MiB.
     pub max_file_size: u64,
 }
 
@@ -388,7 +392,7 @@ impl Registry {
     fn read_manifest(&self, dir: &Path) -> Result<Manifest> {
         let path = dir.join(MANIFEST_FILE);
         let bytes = BundleDir::open(dir)
-            .and_then(|d| d.read(MANIFEST_FILE, self.config.max_file_size))
+            .and_then(|d| d.read(MANIFEST_FILE, self.config.max_file_size.min(MANIFEST_MAX)))
             .map_err(|source| Error::ManifestRead {
                 path: path.clone(),
                 source,

@@ -200,3 +200,24 @@ fn malformed_shapes_are_refused() {
     );
     assert!(Manifest::parse(b"name: \xff\n", Path::new("plugin.yaml")).is_err());
 }
+
+#[test]
+fn alias_bombs_and_deep_nesting_are_refused_quickly() {
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let prev = i - 1;
+        bomb.push_str(&format!(
+            "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+        ));
+    }
+    bomb.push_str("name: p\nversion: '1'\nlionagi: '>=0.9'\n");
+    assert!(parse(&bomb).is_err());
+    // Deep nesting must come back as a value or an error, never overflow
+    // the stack.
+    let deep = format!(
+        "name: p\nversion: '1'\nlionagi: '>=0.9'\nx-deep: {}{}\n",
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let _ = parse(&deep);
+}
