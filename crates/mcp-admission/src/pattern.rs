@@ -81,6 +81,9 @@ fn spellings(word: &str) -> Vec<String> {
         word.to_owned(),
         word.to_ascii_uppercase(),
         tokens.iter().map(|t| title(t)).collect::<String>(),
+        // Separators at the ends are stripped by normalisation.
+        format!("_{word}"),
+        format!("{word}_"),
     ];
     if tokens.len() > 1 {
         let mut camel = tokens[0].to_owned();

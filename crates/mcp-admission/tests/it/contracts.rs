@@ -1802,6 +1802,8 @@ fn patterns_are_matched_against_key_spellings() {
     check("notebook", schema, None, CMD);
     let schema = json!({"type": "object", "patternProperties": {"(?i)^SHELL[-_]?COMMAND$": {"type": "string"}}});
     check("notebook", schema, None, CMD);
+    let schema = json!({"type": "object", "patternProperties": {"^_cmd$": {"type": "string"}}});
+    check("notebook", schema, None, CMD);
     let schema = json!({"type": "object", "patternProperties": {"^x-": {"type": "string"}}});
     check("notebook", schema, None, None);
     // A catastrophic-backtracking pattern is linear here.
