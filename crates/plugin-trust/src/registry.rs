@@ -227,7 +227,10 @@ pub struct HookActivation {
 impl HookActivation {
     /// A command for the hook: each `./` argument (including the program)
     /// is replaced by the path of a sealed in-memory copy of the verified
-    /// bytes, open in the child only.
+    /// bytes, open in the child only. Other arguments are passed verbatim
+    /// and pin nothing, so do not run hooks with the bundle directory as the
+    /// working directory: a bare `hooks/x.sh` would then name an unpinned
+    /// file. The caller sets working directory, environment and stdio.
     pub fn command(&self) -> Command {
         let resolved: Vec<String> = self
             .argv
@@ -445,7 +448,7 @@ impl Registry {
         let record = settings.record(plugin).ok_or_else(|| Error::Untrusted {
             plugin: plugin.to_owned(),
         })?;
-        if Path::new(&record.bundle_path) != dir_path {
+        if !same_bundle(&record.bundle_path, &dir_path) {
             return Err(Error::Changed {
                 plugin: plugin.to_owned(),
                 what: format!("the bundle moved to {}", dir_path.display()),
@@ -736,7 +739,7 @@ impl Registry {
             None => TrustState::Untrusted,
             Some(record)
                 if manifest_check.matches
-                    && Path::new(&record.bundle_path) == dir_path
+                    && same_bundle(&record.bundle_path, &dir_path)
                     && files.iter().all(|f| f.declared && f.hash.matches) =>
             {
                 TrustState::Trusted
@@ -937,6 +940,15 @@ impl Registry {
             pruned
         })
     }
+}
+
+/// Whether a recorded `bundle_path` names the discovered (canonical)
+/// bundle directory. A record written through a symlinked path by the
+/// original still matches; a different directory never does.
+fn same_bundle(recorded: &str, discovered: &Path) -> bool {
+    let recorded = Path::new(recorded);
+    recorded == discovered
+        || std::fs::canonicalize(recorded).is_ok_and(|resolved| resolved == discovered)
 }
 
 /// A memfd name (shown in `/proc/*/fd` links) within the kernel's 249-byte

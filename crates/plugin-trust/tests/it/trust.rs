@@ -246,3 +246,24 @@ fn no_op_writes_leave_the_settings_file_alone() {
     assert!(!registry.untrust("nobody").expect("untrust"));
     assert!(!env.settings.exists());
 }
+
+#[test]
+fn a_record_naming_the_bundle_through_a_symlink_still_matches() {
+    let env = Env::new();
+    let dir = env.kit();
+    let registry = env.registry();
+    registry.trust("kit").expect("trust");
+    let link = env.tmp.path().join("link-to-kit");
+    std::os::unix::fs::symlink(&dir, &link).expect("symlink");
+    let text = env.settings_text();
+    let canonical = dir.to_string_lossy().into_owned();
+    env.write_settings(&text.replace(&canonical, &link.to_string_lossy()));
+    assert_ne!(env.settings_text(), text);
+    assert_eq!(
+        registry.verify("kit").expect("verify").state,
+        TrustState::Trusted
+    );
+    registry
+        .activate("kit", &Target::Pack("packs/base.yaml".into()))
+        .expect("same directory through a symlink");
+}
