@@ -138,6 +138,11 @@ impl StreamParser for ClaudeParser {
                 Self::assistant(v, &mut out);
             }
             "user" => Self::user(v, &mut out),
+            // One run has one verdict: a second result is malformed input.
+            "result" if self.finished => out.push(StreamEvent::error(
+                ErrorKind::BadShape,
+                "second result event ignored",
+            )),
             "result" => {
                 self.note_session(v, &mut out);
                 self.result(v, &mut out);

@@ -109,6 +109,11 @@ impl StreamParser for ScriptedParser {
                 content: v.clone(),
                 is_error: v.get("ok").and_then(Value::as_bool) == Some(false),
             }),
+            // One run has one verdict: a second result is malformed input.
+            "result" if self.finished => out.push(StreamEvent::error(
+                ErrorKind::BadShape,
+                "second result event ignored",
+            )),
             "result" => {
                 self.finished = true;
                 if let Some(u) = v.get("usage") {

@@ -163,3 +163,18 @@ fn keeps_the_seam_contract() {
         assert_eq!(providers_core::check_provider_contract(&p, &req, s), Ok(()));
     }
 }
+
+#[test]
+fn a_second_result_is_not_a_second_verdict() {
+    let last = SUCCESS.lines().last().unwrap_or_default();
+    let doubled = format!("{SUCCESS}{last}\n");
+    let events = parse_stream(&mut ClaudeParser::default(), &doubled);
+    assert_eq!(events.iter().filter(|e| e.is_terminal()).count(), 1);
+    assert!(matches!(
+        events.last(),
+        Some(StreamEvent::Error {
+            kind: ErrorKind::BadShape,
+            ..
+        })
+    ));
+}
