@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -207,8 +208,6 @@ impl Activation {
         }
     }
 }
-
-use std::os::unix::process::CommandExt;
 
 /// One hook of an event, verified and ready to run.
 #[derive(Debug, Clone)]
@@ -581,6 +580,7 @@ impl Registry {
     /// checks that read's hash and hands out those bytes and what was
     /// loaded from them (cached per plugin, target and content hash,
     /// failures included).
+    #[tracing::instrument(skip_all, fields(plugin, target = ?target))]
     pub fn activate(&self, plugin: &str, target: &Target) -> Result<Activation> {
         let eligible = self.eligible(plugin)?;
         let caps = &eligible.manifest.capabilities;
@@ -619,6 +619,7 @@ impl Registry {
     /// Activates every hook of `event`, after the same checks as
     /// [`Registry::activate`]; each `./` argument runs from a sealed copy
     /// of its verified bytes. An event with no hooks gives an empty list.
+    #[tracing::instrument(skip_all, fields(plugin, event))]
     pub fn activate_hooks(&self, plugin: &str, event: &str) -> Result<Vec<HookActivation>> {
         let eligible = self.eligible(plugin)?;
         let hooks: Vec<_> = eligible
@@ -843,6 +844,7 @@ impl Registry {
         self.trust_checked(&disclosure.name, Some(disclosure))
     }
 
+    #[tracing::instrument(skip_all, fields(plugin))]
     fn trust_checked(&self, plugin: &str, shown: Option<&Disclosure>) -> Result<TrustReport> {
         let dir_path = self.bundle_dir(plugin)?;
         let manifest = self.rescan(plugin, &dir_path)?;
@@ -900,6 +902,7 @@ impl Registry {
 
     /// `plugin untrust`: removes the record; true if there was one. Needs
     /// no bundle (a record for a removed bundle can be dropped too).
+    #[tracing::instrument(skip_all, fields(plugin))]
     pub fn untrust(&self, plugin: &str) -> Result<bool> {
         let removed = self
             .settings
@@ -911,6 +914,7 @@ impl Registry {
     }
 
     /// Enables or disables a plugin (`disabled_plugins` in the settings).
+    #[tracing::instrument(skip_all, fields(plugin, enabled))]
     pub fn set_enabled(&self, plugin: &str, enabled: bool) -> Result<()> {
         self.settings
             .update(|settings| settings.set_disabled(plugin, !enabled))?;
@@ -921,6 +925,7 @@ impl Registry {
     /// `plugin gc`: removes records whose bundle directory no longer
     /// exists, under the settings lock; returns the pruned names, sorted.
     /// Running it again prunes nothing.
+    #[tracing::instrument(skip_all)]
     pub fn gc(&self) -> Result<Vec<String>> {
         self.settings.update(|settings: &mut Settings| {
             let mut pruned = Vec::new();
