@@ -57,30 +57,50 @@ fn swapped_targets_are_refused_or_verified_never_mixed() {
         HOSTILE_TOOL,
         stop.clone(),
     );
-    let (mut ok, mut refused) = (0u32, 0u32);
-    for i in 0..300 {
-        match registry.activate("kit", &Target::Tool("echo".into())) {
-            Ok(activation) => {
-                ok += 1;
-                assert_eq!(activation.sha256(), trusted);
-                assert_eq!(sha256_hex(activation.bytes()), trusted);
-                let sealed = activation.sealed_bytes().expect("sealed").expect("read");
-                assert_eq!(sealed, TRUSTED_TOOL);
-                if i % 10 == 0 {
-                    let out = activation.command().expect("cmd").output().expect("run");
-                    assert_eq!(out.stdout, b"trusted:main\n");
-                }
-            }
-            Err(err) => {
-                refused += 1;
-                assert!(refusal_is_expected(&err), "unexpected error: {err}");
-            }
-        }
-    }
+    // Two activating threads, so the cache is exercised concurrently too.
+    let counts: Vec<(u32, u32)> = thread::scope(|scope| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let (mut ok, mut refused) = (0u32, 0u32);
+                    for i in 0..150 {
+                        match registry.activate("kit", &Target::Tool("echo".into())) {
+                            Ok(activation) => {
+                                ok += 1;
+                                assert_eq!(activation.sha256(), trusted);
+                                assert_eq!(sha256_hex(activation.bytes()), trusted);
+                                let sealed =
+                                    activation.sealed_bytes().expect("sealed").expect("read");
+                                assert_eq!(sealed, TRUSTED_TOOL);
+                                if i % 10 == 0 {
+                                    let out =
+                                        activation.command().expect("cmd").output().expect("run");
+                                    assert_eq!(out.stdout, b"trusted:main\n");
+                                }
+                            }
+                            Err(err) => {
+                                refused += 1;
+                                assert!(refusal_is_expected(&err), "unexpected error: {err}");
+                            }
+                        }
+                    }
+                    (ok, refused)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker"))
+            .collect()
+    });
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().expect("swapper");
-    assert_eq!(ok + refused, 300);
+    let total: u32 = counts.iter().map(|(ok, refused)| ok + refused).sum();
+    assert_eq!(total, 300);
     assert!(swaps > 0);
+    // Only the trusted content was ever loaded: hostile bytes never got
+    // past verification, and the one load was shared by both threads.
+    assert!(registry.cache_stats().loads <= 1);
     // Once the race is over the trusted content activates again.
     registry
         .activate("kit", &Target::Tool("echo".into()))
