@@ -113,5 +113,6 @@ fn ci() -> Result<()> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])?;
+    cargo(&["test", "-p", "mcp-admission", "--features", "regex"])?;
     Ok(())
 }
