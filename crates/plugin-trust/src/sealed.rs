@@ -11,6 +11,12 @@
 //! in the child, and a `#!` script's interpreter can still open
 //! `/proc/self/fd/N` after the exec. Doing that in the child is the one use
 //! of `unsafe` in this crate (`CommandExt::pre_exec`).
+//!
+//! Known limit: while the memfd is being filled, its writable descriptor
+//! exists (close-on-exec) for a few microseconds. A child another thread
+//! forks in that window holds it until its own exec, and an exec of the
+//! sealed copy in that same instant fails with `ETXTBSY`: a spurious
+//! failure to run, never a run of other bytes.
 #![allow(
     unsafe_code,
     reason = "pre_exec clears close-on-exec in the forked child only"
