@@ -267,3 +267,27 @@ fn a_record_naming_the_bundle_through_a_symlink_still_matches() {
         .activate("kit", &Target::Pack("packs/base.yaml".into()))
         .expect("same directory through a symlink");
 }
+
+#[test]
+fn a_trusted_plugin_whose_manifest_breaks_lists_as_changed_with_the_reason() {
+    let env = Env::new();
+    env.kit();
+    let registry = env.registry();
+    registry.trust("kit").expect("trust");
+    std::fs::write(
+        env.file("kit", "plugin.yaml"),
+        "name: kit\nversion: [broken\n",
+    )
+    .expect("break");
+    let list = registry.list().expect("list");
+    assert_eq!(list.plugins[0].state, TrustState::Changed);
+    let problem = list.plugins[0].problem.as_deref().expect("a reason");
+    assert!(problem.contains("plugin.yaml"), "{problem}");
+    let json = serde_json::to_value(&list).expect("serialises");
+    assert_eq!(json["plugins"][0]["state"], "changed");
+    assert!(
+        registry
+            .activate("kit", &Target::Pack("packs/base.yaml".into()))
+            .is_err()
+    );
+}
