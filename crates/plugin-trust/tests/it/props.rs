@@ -55,3 +55,19 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Hostile manifest text never panics: it parses or is refused.
+    #[test]
+    fn arbitrary_manifest_text_never_panics(text in "(name|version|lionagi|capabilities|tools|target|x-|:|-|\\[|\\]|\\{|\\}|'|\"|&a|\\*a|\n| |[a-z./]{1,4}){0,60}") {
+        let _ = Manifest::parse(text.as_bytes(), Path::new("plugin.yaml"));
+    }
+
+    /// Arbitrary bytes never panic either.
+    #[test]
+    fn arbitrary_manifest_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+        let _ = Manifest::parse(&bytes, Path::new("plugin.yaml"));
+    }
+}
