@@ -58,8 +58,12 @@ impl ProcessTable for ProcTable {
     }
 
     fn pgid(&self, pid: i32) -> Option<i32> {
-        let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
-        Some(stat.pgrp)
+        // A syscall rather than a /proc read: this sits between the two
+        // start-time reads of every spawn observation.
+        let pid = rustix::process::Pid::from_raw(pid)?;
+        rustix::process::getpgid(Some(pid))
+            .ok()
+            .map(|pgid| pgid.as_raw_nonzero().get())
     }
 
     fn scan_group(&self, pgid: i32) -> GroupScan {
