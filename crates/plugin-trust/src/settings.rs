@@ -80,6 +80,12 @@ impl SettingsFile {
     /// Reads the file. A missing file is empty settings; an unreadable or
     /// unparsable one is an error (never "no settings").
     pub(crate) fn load(&self) -> Result<Settings> {
+        if self.path.as_os_str().is_empty() {
+            return Err(Error::SettingsRead {
+                path: self.path.clone(),
+                reason: "no settings file is configured".to_owned(),
+            });
+        }
         match std::fs::read(&self.path) {
             Ok(bytes) => Settings::parse(&bytes).map_err(|reason| Error::SettingsRead {
                 path: self.path.clone(),
@@ -103,6 +109,12 @@ impl SettingsFile {
             path: self.path.clone(),
             source,
         };
+        if self.path.as_os_str().is_empty() {
+            return Err(write_err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no settings file is configured",
+            )));
+        }
         let dir = match self.path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),

@@ -174,3 +174,21 @@ fn locate_prefers_the_variable_then_home() {
         ]
     );
 }
+
+#[test]
+fn an_unconfigured_settings_path_is_an_error_not_an_empty_file() {
+    let env = Env::new();
+    env.kit();
+    let registry = Registry::new(Config {
+        plugin_roots: vec![env.root.clone()],
+        ..Config::default()
+    });
+    assert!(matches!(
+        registry.trust("kit"),
+        Err(Error::SettingsWrite { .. })
+    ));
+    assert!(matches!(
+        registry.activate("kit", &Target::Pack("packs/base.yaml".into())),
+        Err(Error::SettingsRead { .. })
+    ));
+}
