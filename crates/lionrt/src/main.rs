@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod admission;
 mod out;
+mod plugin;
 mod run;
 mod sandbox;
 mod state;
@@ -40,6 +41,8 @@ enum Command {
     /// Manage git worktree sandboxes (create, ls, merge, cleanup).
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCmd),
+    /// Manage plugin trust (list, show, trust, untrust, verify, enable, disable, gc).
+    Plugin(plugin::PluginArgs),
     /// Run the main job: record a session, supervise a leg, print its history.
     Run(run::RunArgs),
     /// The scripted provider's leg: replays an NDJSON script on stdout.
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
         Command::Admission(cmd) => admission::run(cli.json, cmd),
         Command::Sandbox(cmd) => sandbox::run(cli.json, cmd),
+        Command::Plugin(args) => plugin::run(cli.json, args),
         Command::Run(args) => run::run(&cli.db, cli.json, args),
         Command::ScriptedLeg { script } => run::scripted_leg(script.as_deref()),
     };

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `lionrt` binary against temp databases.
 
 mod admission;
+mod plugin;
 mod run;
 mod sandbox;
 mod state;
