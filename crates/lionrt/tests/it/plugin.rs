@@ -45,7 +45,7 @@ fn trust_verify_tamper_and_gc() {
     let home = tempfile::tempdir().expect("tempdir");
     let bundle = home.path().join("plugins").join("hello");
     copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/plugin-trust/hello"),
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/plugins/hello"),
         &bundle,
     );
     assert_eq!(state(home.path()), "untrusted");

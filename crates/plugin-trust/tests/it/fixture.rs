@@ -1,4 +1,4 @@
-//! The example bundle under fixtures/plugin-trust/hello stays valid.
+//! The example bundle under fixtures/plugins/hello stays valid.
 
 use std::path::Path;
 
@@ -22,7 +22,7 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn the_example_bundle_trusts_and_activates() {
     let env = Env::new();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/plugin-trust/hello");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/plugins/hello");
     copy_dir(&fixture, &env.root.join("hello"));
     let registry = env.registry();
     let list = registry.list().expect("list");
