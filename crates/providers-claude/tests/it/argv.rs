@@ -71,10 +71,8 @@ fn golden_typical_request() {
     assert!(p.streams_first_output_early());
 }
 
-#[test]
-fn argv_is_driven_by_metadata_only() {
-    // contract: PRV-052
-    let full = ClaudeCodeRequest {
+fn full() -> ClaudeCodeRequest {
+    ClaudeCodeRequest {
         model: Some("m".into()),
         fallback_model: Some("f".into()),
         permission_mode: Some("plan".into()),
@@ -100,7 +98,13 @@ fn argv_is_driven_by_metadata_only() {
         include_partial_messages: true,
         dangerously_skip_permissions: true,
         ..req()
-    };
+    }
+}
+
+#[test]
+fn argv_is_driven_by_metadata_only() {
+    // contract: PRV-052
+    let full = full();
     // Every declared field is set and every one produces argv.
     for spec in CLAUDE_FLAGS {
         let v = full.flag_value(spec.field);
@@ -147,6 +151,21 @@ fn every_field_round_trips_in_its_kind_shape() {
                 spec.field
             );
         }
+    }
+}
+
+#[test]
+fn every_declared_field_round_trips_on_its_own() {
+    // contract: PRV-057
+    let full = full();
+    for spec in CLAUDE_FLAGS {
+        let value = full
+            .flag_value(spec.field)
+            .expect("full request sets every field");
+        let alone =
+            providers_core::build_declarative_cli_args(&[*spec], |_| Some(value.clone())).unwrap();
+        let back = parse_declarative_cli_args(&[*spec], &alone).unwrap();
+        assert_eq!(back.get(spec.field), Some(&value), "{}", spec.field);
     }
 }
 
