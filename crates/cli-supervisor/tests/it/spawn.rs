@@ -253,3 +253,25 @@ async fn empty_argv_and_missing_program_are_errors() {
         .expect_err("no such program");
     assert!(matches!(error, Error::Spawn { .. }), "{error:?}");
 }
+
+#[test]
+fn leg_futures_can_move_across_tasks() {
+    fn send<T: Send + 'static>(_: &T) {}
+    fn borrowed_send<T: Send>(_: &T) {}
+    send(&Leg::spawn(LegSpec::new(["x"])));
+    let rt = crate::support::runtime();
+    let mut leg = rt
+        .block_on(Leg::spawn(LegSpec::new([
+            fixture(),
+            "lines",
+            "1",
+            "0",
+            "0",
+        ])))
+        .expect("spawn");
+    borrowed_send(&leg.next_event());
+    rt.block_on(async { while leg.next_event().await.expect("read").is_some() {} });
+    let waiting = leg.wait();
+    send(&waiting);
+    assert!(rt.block_on(waiting).expect("wait").status.success());
+}
