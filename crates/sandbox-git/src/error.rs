@@ -130,8 +130,7 @@ pub enum Error {
     CleanupIncomplete {
         /// The sandbox id.
         id: String,
-        /// The step that failed: `remove worktree`, `delete branch` or
-        /// `forget metadata of`.
+        /// The step that failed: `remove worktree` or `delete branch`.
         step: &'static str,
         /// The worktree path or branch name.
         target: String,

@@ -14,8 +14,8 @@
 //! Every result type is `serde`-serialisable for `--json` output. A sandbox
 //! is the branch `lionrt/sandbox/<id>` plus the worktree
 //! `lionrt-sandbox-<id>` (by default under `.git/lionrt-sandboxes/<id>`),
-//! and a `lionrt-sandbox.<id>.*` entry in the repository's local config that
-//! records its base branch until both resources are gone.
+//! and a metadata file `.git/lionrt-sandbox-meta/<id>.json` that records its
+//! base branch until both resources are gone.
 //!
 //! # Rules kept
 //!

@@ -4,9 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use git2::{
-    BranchType, ConfigLevel, ErrorCode, Repository, WorktreeAddOptions, WorktreePruneOptions,
-};
+use git2::{BranchType, ErrorCode, Repository, WorktreeAddOptions, WorktreePruneOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
@@ -19,11 +17,14 @@ pub const BRANCH_PREFIX: &str = "lionrt/sandbox/";
 /// `lionrt-sandbox-<id>`.
 const WORKTREE_PREFIX: &str = "lionrt-sandbox-";
 
-/// The local config section (`lionrt-sandbox.<id>.*`) that records a
-/// sandbox's base branch, worktree path and base commit. It outlives a
+/// The directory, in the common git dir, of one `<id>.json` file per sandbox
+/// recording its base branch, base commit and worktree path. It outlives a
 /// partial cleanup so a retry, or `lionrt sandbox ls`, still knows the
 /// sandbox; it is removed once the worktree and the branch are both gone.
-const META_SECTION: &str = "lionrt-sandbox";
+/// A file per sandbox rather than entries in `.git/config`: creating
+/// sandboxes in parallel then takes no shared lock, and nothing accumulates
+/// (libgit2 leaves an empty section header behind per removed section).
+const META_DIR: &str = "lionrt-sandbox-meta";
 
 /// Options of [`create_sandbox`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,6 +136,7 @@ pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<Sandb
         None => generate_id(),
     };
     let branch = format!("{BRANCH_PREFIX}{id}");
+    let _lock = lock_repo(&repo, &repo_root)?;
     if branch_exists(&repo, &branch, &repo_root)? {
         return Err(Error::BranchExists { branch });
     }
@@ -184,6 +186,7 @@ pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<Sandb
     if let Err(err) = made {
         // Roll back so a failed create leaves nothing for cleanup to find.
         drop(branch_ref);
+        drop(_lock);
         if let Err(rollback) = cleanup_sandbox(&mut session) {
             tracing::warn!(id = %session.id, error = %rollback, "rollback of failed sandbox create incomplete");
         }
@@ -225,25 +228,25 @@ pub fn list_sandboxes(repo_root: &Path) -> Result<Vec<SandboxSession>, Error> {
             ids.insert(id.to_owned());
         }
     }
-    let config = local_config(&repo, &repo_root)?;
-    let glob = format!("^{META_SECTION}\\.");
-    let mut entries = config
-        .entries(Some(&glob))
-        .map_err(|e| Error::git("read config", &repo_root, e))?;
-    while let Some(entry) = entries.next() {
-        let entry = entry.map_err(|e| Error::git("read config", &repo_root, e))?;
-        // Section and variable names are lowercased by git; the subsection
-        // (the id) keeps its case.
-        if let Ok(name) = entry.name()
-            && let Some(rest) = name
-                .strip_prefix(META_SECTION)
-                .and_then(|r| r.strip_prefix('.'))
-            && let Some((id, _)) = rest.rsplit_once('.')
-        {
-            ids.insert(id.to_owned());
+    let meta_dir = repo.commondir().join(META_DIR);
+    match std::fs::read_dir(&meta_dir) {
+        Ok(entries) => {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                if let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) {
+                    ids.insert(id.to_owned());
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => {
+            return Err(Error::Io {
+                op: "list sandbox metadata",
+                path: meta_dir,
+                source,
+            });
         }
     }
-    drop(entries);
 
     ids.into_iter()
         .filter(|id| validate_id(id).is_ok())
@@ -299,6 +302,7 @@ pub fn cleanup_sandbox(session: &mut SandboxSession) -> Result<CleanupReport, Er
             source,
         };
 
+    let _lock = lock_repo(&repo, &session.repo_root)?;
     let wt_name = session.worktree_name();
     let worktree = if worktree_registered(&repo, &wt_name, &session.repo_root)? {
         let wt = repo
@@ -326,8 +330,7 @@ pub fn cleanup_sandbox(session: &mut SandboxSession) -> Result<CleanupReport, Er
     // Both resources are gone: from here the sandbox is inactive whatever
     // happens to the metadata.
     session.active = false;
-    forget_meta(&repo, &session.id)
-        .map_err(|e| incomplete("forget metadata of", session.id.clone(), e))?;
+    forget_meta(&repo, &session.id)?;
     tracing::info!(id = %session.id, ?worktree, ?branch, "sandbox cleaned up");
     Ok(CleanupReport {
         id: session.id.clone(),
@@ -446,50 +449,93 @@ fn worktree_registered(repo: &Repository, name: &str, repo_root: &Path) -> Resul
     Ok(names.iter_bytes().any(|n| n == name.as_bytes()))
 }
 
-fn local_config(repo: &Repository, repo_root: &Path) -> Result<git2::Config, Error> {
-    repo.config()
-        .and_then(|c| c.open_level(ConfigLevel::Local))
-        .map_err(|e| Error::git("open config", repo_root, e))
+/// Serialises creating and removing sandboxes of one repository, across
+/// threads and processes (an advisory lock on a file beside the metadata):
+/// libgit2's worktree add is not safe against a concurrent add or prune in
+/// the same repository ("reference is already checked out" for a branch
+/// nobody has checked out). The lock is released when the file is dropped.
+fn lock_repo(repo: &Repository, repo_root: &Path) -> Result<std::fs::File, Error> {
+    let dir = repo.commondir().join(META_DIR);
+    let path = dir.join("lock");
+    let io = |op: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { op, path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io("create directory", &dir))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io("open sandbox lock", &path))?;
+    file.lock().map_err(io("take sandbox lock", &path))?;
+    tracing::trace!(repo_root = %repo_root.display(), "sandbox lock taken");
+    Ok(file)
 }
 
-fn meta_key(id: &str, var: &str) -> String {
-    format!("{META_SECTION}.{id}.{var}")
+/// What a sandbox's metadata file holds.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Meta {
+    base_branch: String,
+    base_commit: String,
+    worktree_path: PathBuf,
+}
+
+fn meta_path(repo: &Repository, id: &str) -> PathBuf {
+    repo.commondir().join(META_DIR).join(format!("{id}.json"))
 }
 
 fn write_meta(repo: &Repository, s: &SandboxSession) -> Result<(), Error> {
-    let mut config = local_config(repo, &s.repo_root)?;
-    let path = s.worktree_path.to_str().ok_or_else(|| Error::Io {
-        op: "record worktree path",
-        path: s.worktree_path.clone(),
-        source: std::io::ErrorKind::InvalidFilename.into(),
+    let path = meta_path(repo, &s.id);
+    let io = |op: &'static str, path: &Path| {
+        let path = path.to_owned();
+        move |source| Error::Io { op, path, source }
+    };
+    let meta = Meta {
+        base_branch: s.base_branch.clone(),
+        base_commit: s.base_commit.clone(),
+        worktree_path: s.worktree_path.clone(),
+    };
+    let json = serde_json::to_vec(&meta).map_err(|e| Error::Io {
+        op: "record sandbox metadata",
+        path: path.clone(),
+        source: e.into(),
     })?;
-    for (var, value) in [
-        ("base", s.base_branch.as_str()),
-        ("basecommit", &s.base_commit),
-        ("worktree", path),
-    ] {
-        config
-            .set_str(&meta_key(&s.id, var), value)
-            .map_err(|e| Error::git("write config", &s.repo_root, e))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io("create directory", dir))?;
     }
-    Ok(())
+    // Write then rename, so a reader never sees half a file.
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, json).map_err(io("write sandbox metadata", &tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io("write sandbox metadata", &path))
 }
 
-fn forget_meta(repo: &Repository, id: &str) -> Result<(), git2::Error> {
-    let mut config = repo.config()?.open_level(ConfigLevel::Local)?;
-    for var in ["base", "basecommit", "worktree"] {
-        match config.remove(&meta_key(id, var)) {
-            Ok(()) => {}
-            Err(e) if e.code() == ErrorCode::NotFound => {}
-            Err(e) => return Err(e),
-        }
+fn forget_meta(repo: &Repository, id: &str) -> Result<(), Error> {
+    let path = meta_path(repo, id);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Io {
+            op: "remove sandbox metadata",
+            path,
+            source,
+        }),
     }
-    Ok(())
+}
+
+fn read_meta(repo: &Repository, id: &str) -> Meta {
+    let path = meta_path(repo, id);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            tracing::warn!(path = %path.display(), error = %e, "unreadable sandbox metadata");
+            Meta::default()
+        }),
+        Err(_) => Meta::default(),
+    }
 }
 
 fn load_session(repo: &Repository, repo_root: &Path, id: &str) -> Result<SandboxSession, Error> {
-    let config = local_config(repo, repo_root)?;
-    let get = |var: &str| config.get_string(&meta_key(id, var)).ok();
+    let meta = read_meta(repo, id);
     let branch = format!("{BRANCH_PREFIX}{id}");
     let wt_name = format!("{WORKTREE_PREFIX}{id}");
     let registered = worktree_registered(repo, &wt_name, repo_root)?;
@@ -498,15 +544,15 @@ fn load_session(repo: &Repository, repo_root: &Path, id: &str) -> Result<Sandbox
             .map(|w| w.path().to_owned())
             .map_err(|e| Error::git("look up worktree", repo_root, e))?
     } else {
-        get("worktree").map(PathBuf::from).unwrap_or_default()
+        meta.worktree_path
     };
     let active = registered || branch_exists(repo, &branch, repo_root)?;
     Ok(SandboxSession {
         id: id.to_owned(),
         repo_root: repo_root.to_owned(),
         branch,
-        base_branch: get("base").unwrap_or_default(),
-        base_commit: get("basecommit").unwrap_or_default(),
+        base_branch: meta.base_branch,
+        base_commit: meta.base_commit,
         worktree_path,
         active,
     })

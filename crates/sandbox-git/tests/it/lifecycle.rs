@@ -333,3 +333,29 @@ fn unknown_ids_are_not_found_for_merge_and_already_clean_for_cleanup() {
     let err = cleanup_sandbox_by_id(&repo.root, "../../etc").expect_err("hostile id");
     assert!(matches!(err, Error::InvalidId { .. }), "{err}");
 }
+
+#[test]
+fn parallel_creates_all_succeed_and_leave_the_config_untouched() {
+    let repo = TestRepo::new("work");
+    let config_before = std::fs::read(repo.root.join(".git/config")).expect("config");
+    let handles: Vec<_> = (0..6)
+        .map(|i| {
+            let root = repo.root.clone();
+            std::thread::spawn(move || create_sandbox(&root, &with_id(&format!("par{i}"))))
+        })
+        .collect();
+    let mut sessions: Vec<_> = handles
+        .into_iter()
+        .map(|h| h.join().expect("thread").expect("create"))
+        .collect();
+    assert_eq!(list_sandboxes(&repo.root).expect("list").len(), 6);
+    for session in &mut sessions {
+        let _report = cleanup_sandbox(session).expect("cleanup");
+    }
+    assert!(list_sandboxes(&repo.root).expect("list").is_empty());
+    let config_after = std::fs::read(repo.root.join(".git/config")).expect("config");
+    assert_eq!(
+        String::from_utf8_lossy(&config_after),
+        String::from_utf8_lossy(&config_before)
+    );
+}
