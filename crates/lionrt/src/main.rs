@@ -45,12 +45,12 @@ enum Command {
     Plugin(plugin::PluginArgs),
     /// Run the main job: record a session, supervise a leg, print its history.
     Run(run::RunArgs),
-    /// The scripted provider's leg: replays an NDJSON script on stdout.
+    /// The scripted provider's leg: prints an NDJSON file on stdout.
     #[command(name = "__scripted-leg", hide = true)]
     ScriptedLeg {
-        /// The NDJSON file to replay (default: the built-in demo).
+        /// The NDJSON file to print.
         #[arg(long)]
-        script: Option<PathBuf>,
+        script: PathBuf,
     },
 }
 
@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         Command::Sandbox(cmd) => sandbox::run(cli.json, cmd),
         Command::Plugin(args) => plugin::run(cli.json, args),
         Command::Run(args) => run::run(&cli.db, cli.json, args),
-        Command::ScriptedLeg { script } => run::scripted_leg(script.as_deref()),
+        Command::ScriptedLeg { script } => run::scripted_leg(&script),
     };
     match result {
         Ok(code) => code,

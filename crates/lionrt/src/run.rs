@@ -1,71 +1,88 @@
-//! `lionrt run`: the main job, end to end on the embedded defaults.
+//! `lionrt run`: the main job, end to end.
 //!
 //! Today's walk: open (or create) the state database, record the session's
-//! start, spawn the provider's leg under the supervisor (its own process
-//! group, bounded NDJSON, watchdogs), record every event as a message,
-//! record the end with usage and the terminal status, print the history.
-//! The scripted provider's "CLI" is this binary itself (`lionrt
+//! start, build the provider's invocation through the `Provider` seam (argv,
+//! cwd, stdin, env, owner-only files), spawn it under the supervisor (own
+//! process group, bounded NDJSON, watchdogs for early-streaming transports),
+//! parse every line into stream events and record them as messages, record
+//! the end with usage and the terminal status, and print the history. The
+//! scripted provider's "CLI" is this binary itself (`lionrt
 //! __scripted-leg`), so the job runs with no agent CLI installed.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
-use clap::Args;
-use cli_supervisor::{Event, Leg, LegSpec};
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use cli_supervisor::{
+    ChildEnv, EnvPolicy, Event, Leg, LegSpec, LookupConfig, SettingsFile, StdinPolicy, Watchdogs,
+};
 use lifecycle_core::{Actor, ActorType};
+use providers_core::{AgentRequest, Provider, Stdin, StreamEvent, StreamParser, normalize_effort};
+use providers_scripted::{ScriptModel, ScriptedProvider};
 use serde_json::{Value, json};
 use state_sqlite::{Engine, EngineConfig, SessionEnd, SessionStart, Store, Usage, now_micros};
+use tokio::io::AsyncWriteExt;
 
 use crate::out;
 
+/// The agent CLIs `lionrt run` can drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProviderName {
+    /// Replays a script; needs no agent CLI (the default).
+    Scripted,
+    /// Claude Code (`claude`).
+    Claude,
+    /// Codex CLI (`codex`).
+    Codex,
+    /// Antigravity / Gemini (`agy`).
+    Gemini,
+    /// pi (`pi`).
+    Pi,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The provider to drive. Only `scripted` (replays NDJSON, no agent CLI needed) for now.
-    #[arg(long, default_value = "scripted")]
-    provider: String,
+    /// The provider to drive.
+    #[arg(long, value_enum, default_value = "scripted")]
+    provider: ProviderName,
+    /// The prompt.
+    #[arg(long, default_value = "Update the README with a short usage note.")]
+    prompt: String,
+    /// The model, as the provider names it.
+    #[arg(long)]
+    model: Option<String>,
+    /// Effort: none, minimal, low, medium, high, xhigh, max or ultra (clamped per provider and model).
+    #[arg(long)]
+    effort: Option<String>,
+    /// The workspace the agent works in (default: the current directory).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
     /// The session id (default: run-<microseconds>).
     #[arg(long)]
     session: Option<String>,
-    /// For the scripted provider: an NDJSON file to replay (default: a built-in demo script).
+    /// For the scripted provider: a JSON script (entries text, tool_call, structured, stream, error).
     #[arg(long)]
     script: Option<PathBuf>,
 }
 
-/// The built-in demo script: what a streaming agent CLI prints for a short,
-/// successful run.
-pub(crate) const DEMO_SCRIPT: &str = r#"{"type":"system","subtype":"init","model":"scripted-demo","tools":["read","edit"]}
-{"type":"assistant","text":"Reading the task and planning the change."}
-{"type":"tool_use","name":"edit","input":{"path":"README.md"}}
-{"type":"tool_result","name":"edit","ok":true}
-{"type":"assistant","text":"Done: README updated."}
-{"type":"result","subtype":"success","num_turns":2,"usage":{"input_tokens":1200,"output_tokens":340},"total_cost_usd":0.0,"duration_ms":42}
-"#;
+/// The built-in demo script: one streamed answer.
+pub(crate) const DEMO_SCRIPT: &str = r#"[
+  {"type": "stream", "chunks": ["Reading the task. ", "Planning the change. ", "Done: README updated."]}
+]"#;
 
-/// `lionrt __scripted-leg`: prints the script as NDJSON on stdout.
-pub(crate) fn scripted_leg(script: Option<&Path>) -> Result<ExitCode> {
-    let text = match script {
-        Some(path) => std::fs::read_to_string(path)
-            .with_context(|| format!("reading script {}", path.display()))?,
-        None => DEMO_SCRIPT.to_owned(),
-    };
+/// `lionrt __scripted-leg --script FILE`: prints the file's non-empty lines
+/// on stdout (the scripted provider's CLI).
+pub(crate) fn scripted_leg(script: &Path) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(script)
+        .with_context(|| format!("reading script {}", script.display()))?;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         out::line(line);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn role_of(value: &Value) -> &str {
-    value.get("type").and_then(Value::as_str).unwrap_or("event")
-}
-
 pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
-    if args.provider != "scripted" {
-        bail!(
-            "provider {:?} is not available yet; use --provider scripted",
-            args.provider
-        );
-    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -79,28 +96,53 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .context("store task panicked")?
 }
 
+/// What one supervised leg produced.
+#[derive(Debug, Default)]
+struct LegReport {
+    exit_ok: bool,
+    exit_status: String,
+    messages: u64,
+    errors: u64,
+    usage: Usage,
+    final_error: Option<String>,
+    saw_final: bool,
+    resume_id: Option<String>,
+}
+
 async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let request = AgentRequest {
+        prompt: args.prompt.clone(),
+        model: args.model.clone(),
+        effort: args.effort.as_deref().map(normalize_effort).transpose()?,
+        workspace: Some(workspace.clone()),
+        resume: None,
+        kwargs: Default::default(),
+    };
     let db = db.to_path_buf();
     let store =
         blocking(move || Ok(Store::new(Engine::create(&db, EngineConfig::default())?))).await?;
     let session = args
         .session
+        .clone()
         .unwrap_or_else(|| format!("run-{}", now_micros()));
     let actor = Actor::new(
         ActorType::Executor,
         format!("lionrt-{}", std::process::id()),
     );
+    let provider_name = format!("{:?}", args.provider).to_lowercase();
 
     let start = SessionStart {
         session_id: session.clone(),
         reason_code: "run.started.ok".into(),
         kind: Some("orchestrated".into()),
-        provider: Some(args.provider.clone()),
-        model: Some("scripted-demo".into()),
-        agent_name: Some("demo".into()),
-        cwd: std::env::current_dir()
-            .ok()
-            .map(|p| p.display().to_string()),
+        provider: Some(provider_name.clone()),
+        model: args.model.clone(),
+        agent_name: Some("lionrt-run".into()),
+        cwd: Some(workspace.display().to_string()),
         ..SessionStart::default()
     };
     {
@@ -108,79 +150,81 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         blocking(move || Ok(store.persist_session_start(&start, &actor)?)).await?;
     }
 
-    let exe = std::env::current_exe().context("locating the lionrt binary")?;
-    let mut argv = vec![exe.into_os_string(), "__scripted-leg".into()];
-    if let Some(script) = &args.script {
-        argv.push("--script".into());
-        argv.push(script.clone().into_os_string());
-    }
-    let mut spec = LegSpec::new(argv);
-    spec.streams_first_output_early = true;
-    let mut leg = Leg::spawn(spec).await?;
-    let pid = i64::from(leg.record().pid);
-    {
-        let (store, session) = (store.clone(), session.clone());
-        blocking(move || {
-            Ok(store.update_session(&session, &[("pid".to_owned(), json!(pid))].into())?)
-        })
-        .await?;
-    }
-
-    let mut usage = Usage::default();
-    let mut bad_lines = 0u64;
-    let mut messages = 0u64;
-    while let Some(event) = leg.next_event().await? {
-        match event {
-            Event::Json { line, value } => {
-                if role_of(&value) == "result" {
-                    usage = Usage {
-                        input_tokens: value.pointer("/usage/input_tokens").and_then(Value::as_i64),
-                        output_tokens: value
-                            .pointer("/usage/output_tokens")
-                            .and_then(Value::as_i64),
-                        total_cost_usd: value.get("total_cost_usd").and_then(Value::as_f64),
-                        num_turns: value.get("num_turns").and_then(Value::as_i64),
-                        duration_ms: value.get("duration_ms").and_then(Value::as_i64),
-                    };
-                }
-                let (store, session) = (store.clone(), session.clone());
-                let role = role_of(&value).to_owned();
-                blocking(move || {
-                    Ok(store.record_message(
-                        &session,
-                        &format!("{session}:{line}"),
-                        &role,
-                        &value.to_string(),
-                        now_micros(),
-                    )?)
-                })
-                .await?;
-                messages += 1;
-            }
-            Event::LineTooLong { line, len } => {
-                bad_lines += 1;
-                tracing::warn!(line, len, "leg printed an over-long line; discarded");
-            }
-            Event::InvalidJson { line, error } => {
-                bad_lines += 1;
-                tracing::warn!(line, %error, "leg printed a line that is not JSON");
-            }
-            other => tracing::debug!(?other, "unhandled leg event"),
+    let scratch = tempfile::tempdir().context("creating a scratch directory for leg files")?;
+    let leg = match args.provider {
+        ProviderName::Scripted => {
+            let text = match &args.script {
+                Some(path) => std::fs::read_to_string(path)
+                    .with_context(|| format!("reading script {}", path.display()))?,
+                None => DEMO_SCRIPT.to_owned(),
+            };
+            let script = ScriptModel::from_json(&text)?;
+            let exe = std::env::current_exe().context("locating the lionrt binary")?;
+            let provider = ScriptedProvider::new(exe, scratch.path(), script);
+            supervise(&provider, &request, &store, &session).await
         }
-    }
-    let exit = leg.wait().await?;
-    let ok = exit.status.success();
+        ProviderName::Claude => {
+            supervise(
+                &providers_claude::ClaudeProvider::default(),
+                &request,
+                &store,
+                &session,
+            )
+            .await
+        }
+        ProviderName::Codex => {
+            supervise(
+                &providers_codex::CodexProvider::default(),
+                &request,
+                &store,
+                &session,
+            )
+            .await
+        }
+        ProviderName::Gemini => {
+            supervise(
+                &providers_gemini::GeminiProvider::default(),
+                &request,
+                &store,
+                &session,
+            )
+            .await
+        }
+        ProviderName::Pi => {
+            supervise(
+                &providers_pi::PiProvider::default(),
+                &request,
+                &store,
+                &session,
+            )
+            .await
+        }
+    };
+    // A leg that could not even start still ends its session, as failed.
+    let report = match leg {
+        Ok(report) => report,
+        Err(e) => LegReport {
+            exit_status: "not started".into(),
+            final_error: Some(format!("{e:#}")),
+            ..LegReport::default()
+        },
+    };
+    let ok = report.exit_ok && report.saw_final && report.final_error.is_none();
+    let (status, reason) = match (&report.final_error, report.exit_ok) {
+        _ if ok => ("completed", "run.completed.ok"),
+        (Some(_), true) => ("failed", "run.failed.provider_nonretryable"),
+        (_, false) if report.exit_status == "not started" => ("failed", "run.failed.exception"),
+        _ => ("failed", "run.failed.exit_nonzero"),
+    };
     let end = SessionEnd {
         session_id: session.clone(),
-        status: if ok { "completed" } else { "failed" }.into(),
-        reason_code: if ok {
-            "run.completed.ok"
-        } else {
-            "run.failed.exit_nonzero"
-        }
-        .into(),
-        usage,
-        error: (!ok).then(|| format!("leg exited with {}", exit.status)),
+        status: status.into(),
+        reason_code: reason.into(),
+        usage: report.usage.clone(),
+        error: report
+            .final_error
+            .clone()
+            .or_else(|| (!ok).then(|| format!("leg ended: {}", report.exit_status))),
         ended_at: now_micros(),
     };
     let history = {
@@ -193,13 +237,18 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
     };
     if json {
         out::json(&json!({
-            "session": session, "ok": ok, "messages": messages, "bad_lines": bad_lines, "history": history,
+            "session": session, "provider": provider_name, "ok": ok, "messages": report.messages,
+            "errors": report.errors, "resume_id": report.resume_id, "error": report.final_error,
+            "history": history,
         }));
     } else {
         out::line(format!(
-            "session {session}: {messages} message(s), {bad_lines} bad line(s), leg {}",
-            exit.status
+            "session {session} ({provider_name}): {} message(s), {} error event(s), leg {}",
+            report.messages, report.errors, report.exit_status
         ));
+        if let Some(e) = &report.final_error {
+            out::line(format!("error: {e}"));
+        }
         crate::state::print_history(false, &history);
     }
     Ok(if ok {
@@ -207,4 +256,159 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+fn event_role(event: &StreamEvent) -> &'static str {
+    match event {
+        StreamEvent::SessionId { .. } => "session",
+        StreamEvent::Text { .. } => "assistant",
+        StreamEvent::Thinking { .. } => "thinking",
+        StreamEvent::ToolUse { .. } => "tool_use",
+        StreamEvent::ToolResult { .. } => "tool_result",
+        StreamEvent::Usage(_) => "usage",
+        StreamEvent::Final(_) => "result",
+        StreamEvent::BenignEnd => "end",
+        StreamEvent::Error { .. } => "error",
+        _ => "event",
+    }
+}
+
+/// Builds the leg from the provider's invocation, supervises it and records
+/// every parsed event as a message.
+async fn supervise<P: Provider>(
+    provider: &P,
+    request: &AgentRequest,
+    store: &Store,
+    session: &str,
+) -> Result<LegReport>
+where
+    P::Error: Send + Sync + 'static,
+{
+    let invocation = provider.invocation(request)?;
+    for file in &invocation.files {
+        file.write_owner_only()
+            .with_context(|| format!("writing {}", file.path.display()))?;
+    }
+    let mut spec = LegSpec::new(&invocation.argv);
+    spec.cwd = invocation.cwd.clone();
+    spec.streams_first_output_early = provider.streams_first_output_early();
+    if !invocation.env.is_empty() {
+        let mut env = ChildEnv::from_current_process();
+        for (k, v) in &invocation.env {
+            env.insert(k, v)?;
+        }
+        spec.env = EnvPolicy::Explicit(env);
+    }
+    let stdin_bytes = match &invocation.stdin {
+        Stdin::Null => None,
+        Stdin::Bytes(bytes) => {
+            spec.stdin = StdinPolicy::Piped;
+            Some(bytes.clone())
+        }
+    };
+    // The binary is where configuration is read: the watchdog defaults from
+    // LIONAGI_WORKER_* and `secrets.lookup` from the global settings file.
+    spec.default_watchdogs = Watchdogs::from_env()?;
+    spec.secret_lookup =
+        SettingsFile::locate().map_or(LookupConfig::NotConfigured, |f| f.secret_lookup());
+    let program = invocation.argv.first().cloned().unwrap_or_default();
+    let mut leg = Leg::spawn(spec)
+        .await
+        .with_context(|| format!("spawning {program}"))?;
+    if let (Some(bytes), Some(mut stdin)) = (stdin_bytes, leg.take_stdin()) {
+        stdin
+            .write_all(&bytes)
+            .await
+            .context("writing the prompt to the leg")?;
+        drop(stdin);
+    }
+    let pid = i64::from(leg.record().pid);
+    {
+        let (store, session) = (store.clone(), session.to_owned());
+        blocking(move || {
+            Ok(store.update_session(&session, &[("pid".to_owned(), json!(pid))].into())?)
+        })
+        .await?;
+    }
+    let mut parser = provider.parser();
+    let mut report = LegReport::default();
+    let mut seq = 0u64;
+    loop {
+        let events = match leg.next_event().await? {
+            None => break,
+            Some(Event::Json { value, .. }) => parser.parse_value(&value),
+            Some(Event::LineTooLong { line, len }) => {
+                tracing::warn!(line, len, "leg printed an over-long line; discarded");
+                report.errors += 1;
+                continue;
+            }
+            Some(Event::InvalidJson { line, error }) => {
+                tracing::warn!(line, %error, "leg printed a line that is not JSON");
+                report.errors += 1;
+                continue;
+            }
+            Some(other) => {
+                tracing::debug!(?other, "unhandled leg event");
+                continue;
+            }
+        };
+        record(store, session, &events, &mut seq, &mut report).await?;
+    }
+    let tail = parser.finish();
+    record(store, session, &tail, &mut seq, &mut report).await?;
+    report.resume_id = parser.resume_id().map(str::to_owned);
+    let exit = leg.wait().await?;
+    report.exit_ok = exit.status.success();
+    report.exit_status = exit.status.to_string();
+    if !report.exit_ok && report.final_error.is_none() {
+        let tail = String::from_utf8_lossy(&exit.stderr_tail);
+        let last = tail
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default();
+        if !last.is_empty() {
+            report.final_error = Some(last.chars().take(500).collect());
+        }
+    }
+    Ok(report)
+}
+
+async fn record(
+    store: &Store,
+    session: &str,
+    events: &[StreamEvent],
+    seq: &mut u64,
+    report: &mut LegReport,
+) -> Result<()> {
+    for event in events {
+        match event {
+            StreamEvent::Usage(u) => {
+                report.usage.input_tokens = u.input_tokens.and_then(|n| i64::try_from(n).ok());
+                report.usage.output_tokens = u.output_tokens.and_then(|n| i64::try_from(n).ok());
+                report.usage.total_cost_usd = u.cost_usd;
+            }
+            StreamEvent::Final(f) => {
+                report.saw_final = true;
+                if f.is_error {
+                    report.final_error = Some(
+                        f.error
+                            .clone()
+                            .unwrap_or_else(|| "the provider reported failure".into()),
+                    );
+                }
+            }
+            StreamEvent::Error { .. } => report.errors += 1,
+            _ => {}
+        }
+        *seq += 1;
+        report.messages += 1;
+        let (store, session) = (store.clone(), session.to_owned());
+        let role = event_role(event).to_owned();
+        let content = serde_json::to_string(event).unwrap_or_else(|_| Value::Null.to_string());
+        let id = format!("{session}:{seq}");
+        blocking(move || Ok(store.record_message(&session, &id, &role, &content, now_micros())?))
+            .await?;
+    }
+    Ok(())
 }
