@@ -107,6 +107,7 @@ struct LegReport {
     final_error: Option<String>,
     saw_final: bool,
     resume_id: Option<String>,
+    text: String,
 }
 
 async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
@@ -239,13 +240,16 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         out::json(&json!({
             "session": session, "provider": provider_name, "ok": ok, "messages": report.messages,
             "errors": report.errors, "resume_id": report.resume_id, "error": report.final_error,
-            "history": history,
+            "text": report.text, "history": history,
         }));
     } else {
         out::line(format!(
             "session {session} ({provider_name}): {} message(s), {} error event(s), leg {}",
             report.messages, report.errors, report.exit_status
         ));
+        if !report.text.is_empty() {
+            out::line(format!("agent: {}", report.text.trim()));
+        }
         if let Some(e) = &report.final_error {
             out::line(format!("error: {e}"));
         }
@@ -399,6 +403,7 @@ async fn record(
                 }
             }
             StreamEvent::Error { .. } => report.errors += 1,
+            StreamEvent::Text { text } => report.text.push_str(text),
             _ => {}
         }
         *seq += 1;
