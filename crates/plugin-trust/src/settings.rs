@@ -42,7 +42,7 @@ pub struct SettingsFile {
 impl SettingsFile {
     /// The variable naming the settings file instead of
     /// `$HOME/.lionagi/settings.yaml`.
-    pub const PATH_VAR: &'static str = "LIONAGI_SETTINGS_FILE";
+    pub const PATH_VAR: &'static str = runtime_settings::SETTINGS_PATH_VAR;
 
     /// The settings file at `path`.
     pub fn at(path: impl Into<PathBuf>) -> Self {
@@ -57,13 +57,7 @@ impl SettingsFile {
 
     /// [`SettingsFile::locate`] over any variable source.
     pub fn locate_with(lookup: impl Fn(&str) -> Option<OsString>) -> Option<Self> {
-        if let Some(path) = lookup(Self::PATH_VAR).filter(|p| !p.is_empty()) {
-            return Some(Self::at(path));
-        }
-        let home = lookup("HOME").filter(|h| !h.is_empty())?;
-        Some(Self::at(
-            Path::new(&home).join(".lionagi").join("settings.yaml"),
-        ))
+        runtime_settings::locate_settings_with(lookup).map(Self::at)
     }
 
     /// The path of the file.
