@@ -68,6 +68,19 @@ fn the_read_only_engine_changes_no_byte() {
         .query_row("PRAGMA busy_timeout", [], |r| r.get(0))
         .expect("busy");
     assert_eq!(busy, 200);
+    // Opened through SQLite's read-only mode, not a read-write handle with
+    // query_only on: the file stays read-only with query_only switched off.
+    assert!(conn.is_readonly(rusqlite::MAIN_DB).expect("is_readonly"));
+    conn.execute_batch("PRAGMA query_only = OFF")
+        .expect("query_only off");
+    let err = conn
+        .execute_batch("DELETE FROM sessions")
+        .expect_err("the handle itself is read-only");
+    assert_eq!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::ReadOnly),
+        "{err}"
+    );
     drop(conn);
     drop(ro);
     assert_eq!(file_hash(&path), before);

@@ -169,6 +169,32 @@ fn end_on_a_terminal_row_writes_usage_only() {
         db.store.history("session", "s1").expect("history").len(),
         history
     );
+    // Every usage field is written, not only the input tokens.
+    let mut third = end("s1", 7);
+    third.usage = Usage {
+        input_tokens: Some(7),
+        output_tokens: Some(70),
+        total_cost_usd: Some(1.25),
+        num_turns: Some(9),
+        duration_ms: Some(4_500),
+    };
+    db.store
+        .persist_session_end(&third, &actor(ActorType::Executor))
+        .expect("end a third time");
+    let usage: (i64, i64, f64, i64, i64) = db
+        .store
+        .engine()
+        .conn()
+        .expect("conn")
+        .query_row(
+            "SELECT input_tokens, output_tokens, total_cost_usd, num_turns, duration_ms
+             FROM sessions WHERE id = 's1'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .expect("usage");
+    assert_eq!(usage, (7, 70, 1.25, 9, 4_500));
+    assert_eq!(row(&db, "s1").0, "failed");
 }
 
 // contract: SQL-049

@@ -221,6 +221,32 @@ fn values_are_bound_never_spliced() {
     r.guard = map(&[("attempt", json!(2))]);
     r.patch = map(&[("last_error", json!("x' OR '1'='1"))]);
     assert!(db.store.legacy_transition(&r).expect("applied").ok);
+    let stored: String = db
+        .store
+        .engine()
+        .conn()
+        .expect("conn")
+        .query_row(
+            "SELECT last_error FROM dispatch_outbox WHERE id = 'd1'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("row");
+    assert_eq!(stored, "x' OR '1'='1");
+    // Guard values are compared literally: a tautology spliced into the
+    // WHERE clause would match; bound, it is just a different string.
+    let mut r = req(
+        "dispatch",
+        "d1",
+        "pending",
+        "delivering",
+        "dispatch.delivering.attempt",
+    );
+    r.guard = map(&[("last_error", json!("nope' OR '1'='1"))]);
+    r.patch = map(&[("attempt", json!(3))]);
+    assert!(!db.store.legacy_transition(&r).expect("conflict").ok);
+    r.guard = map(&[("last_error", json!("x' OR '1'='1"))]);
+    assert!(db.store.legacy_transition(&r).expect("literal match").ok);
 }
 
 // contract: SQL-019
@@ -259,7 +285,7 @@ fn a_stale_from_status_is_a_conflict_that_writes_nothing() {
     );
 }
 
-// contract: SQL-020, SQL-021, LC-028
+// contract: SQL-020, SQL-021, LC-027, LC-028
 #[test]
 fn undeclared_edges_raise_even_from_terminal() {
     let db = db();

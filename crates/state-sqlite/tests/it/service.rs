@@ -138,6 +138,45 @@ fn a_rejection_writes_only_an_audit_row() {
             .as_deref(),
         Some("completed")
     );
+    // An undeclared edge off a non-terminal status (schedule_run queued ->
+    // completed) is rejected the same way, with its own audit row.
+    create(
+        &db.store,
+        "schedule_run",
+        "r1",
+        "queued",
+        "schedule.queued.created",
+        &[],
+    );
+    let skip = TransitionCommand::new(
+        "schedule_run",
+        "r1",
+        "completed",
+        Reason::new("run.completed.ok"),
+        actor(ActorType::Scheduler),
+    );
+    let out = db.store.transition(&skip).expect("outcome, not an error");
+    assert_eq!(out.result, OutcomeKind::Rejected);
+    assert_eq!(out.current_status.as_deref(), Some("queued"));
+    let events = db.store.admin_events("schedule_run", "r1").expect("events");
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, "transition.rejected");
+    assert_eq!(events[0].detail["rejection"], "undeclared_edge");
+    assert_eq!(
+        db.store
+            .status_of("schedule_run", "r1")
+            .expect("status")
+            .map(|s| s.0)
+            .as_deref(),
+        Some("queued")
+    );
+    assert_eq!(
+        db.store
+            .history("schedule_run", "r1")
+            .expect("history")
+            .len(),
+        1
+    );
 }
 
 // contract: LC-023
@@ -157,17 +196,58 @@ fn an_override_applies_and_is_audited() {
         Reason::new("session.reopened.by_resume"),
         actor(ActorType::Agent),
     )
-    .with_override(o);
+    .with_override(o.clone());
+    // The same request without the override is rejected.
+    let mut bare = back.clone();
+    bare.override_ = None;
+    assert_eq!(
+        db.store.transition(&bare).expect("outcome").result,
+        OutcomeKind::Rejected
+    );
     let out = db.store.transition(&back).expect("outcome");
     assert_eq!(out.result, OutcomeKind::Applied);
     let history = db.store.history("session", "s1").expect("history");
     assert!(history[2].overridden);
     let events = db.store.admin_events("session", "s1").expect("events");
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].kind, "transition.override");
-    assert_eq!(events[0].actor_type, "operator");
-    assert_eq!(events[0].detail["justification"], "resumed by hand");
-    assert_eq!(events[0].detail["transition_id"], json!(history[2].id));
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["transition.rejected", "transition.override"]);
+    let audit = &events[1];
+    assert_eq!(audit.actor_type, "operator");
+    assert_eq!(audit.detail["justification"], "resumed by hand");
+    assert_eq!(audit.detail["transition_id"], json!(history[2].id));
+    // An undeclared edge: rejected without the override, applied and
+    // audited with it.
+    create(
+        &db.store,
+        "schedule_run",
+        "r1",
+        "queued",
+        "schedule.queued.created",
+        &[],
+    );
+    let skip = TransitionCommand::new(
+        "schedule_run",
+        "r1",
+        "completed",
+        Reason::new("run.completed.ok"),
+        actor(ActorType::Scheduler),
+    );
+    assert_eq!(
+        db.store.transition(&skip).expect("outcome").result,
+        OutcomeKind::Rejected
+    );
+    let out = db
+        .store
+        .transition(&skip.with_override(o))
+        .expect("outcome");
+    assert_eq!(out.result, OutcomeKind::Applied);
+    let history = db.store.history("schedule_run", "r1").expect("history");
+    assert_eq!(history.len(), 2);
+    assert!(history[1].overridden);
+    let events = db.store.admin_events("schedule_run", "r1").expect("events");
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["transition.rejected", "transition.override"]);
+    assert_eq!(events[1].detail["transition_id"], json!(history[1].id));
 }
 
 // contract: SQL-029, LC-034

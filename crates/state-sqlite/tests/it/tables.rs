@@ -130,11 +130,15 @@ fn reconciliation_is_read_only_and_never_expires_anything() {
 struct Recorder {
     calls: Vec<String>,
     fail_inject: bool,
+    fail_pause: bool,
 }
 
 impl ControlApplier for Recorder {
     fn pause(&mut self, s: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         self.calls.push(format!("pause {s}"));
+        if self.fail_pause {
+            return Err("crashed mid-pause".into());
+        }
         Ok(())
     }
     fn resume(&mut self, s: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -188,6 +192,21 @@ fn pause_and_resume_apply_then_stamp_and_reapply_harmlessly() {
     let mut second = Recorder::default();
     poll_controls(&conn, "s1", &mut second).expect("poll");
     assert_eq!(second.calls, ["pause s1"]);
+    // Applied before stamped: a pause that fails while being applied is
+    // not stamped, so the next poll applies it again.
+    let q = enqueue_control(&conn, "s2", &ControlVerb::Pause).expect("enqueue");
+    let mut crashing = Recorder {
+        fail_pause: true,
+        ..Recorder::default()
+    };
+    let err = poll_controls(&conn, "s2", &mut crashing).expect_err("applier failed");
+    assert!(matches!(err, StoreError::ControlFailed { id, .. } if id == q));
+    assert_eq!(state(&db, q), "pending");
+    let mut retry = Recorder::default();
+    let report = poll_controls(&conn, "s2", &mut retry).expect("poll");
+    assert_eq!(retry.calls, ["pause s2"]);
+    assert_eq!(report.applied, vec![q]);
+    assert_eq!(state(&db, q), "applied");
 }
 
 // contract: SQL-041
