@@ -20,6 +20,7 @@ use cli_supervisor::{
 use lifecycle_core::{Actor, ActorType};
 use providers_core::{AgentRequest, Provider, Stdin, StreamEvent, StreamParser, normalize_effort};
 use providers_scripted::{ScriptModel, ScriptedProvider};
+use sandbox_git::{CreateOptions, cleanup_sandbox, create_sandbox, probe_completion_evidence};
 use serde_json::{Value, json};
 use state_sqlite::{Engine, EngineConfig, SessionEnd, SessionStart, Store, Usage, now_micros};
 use tokio::io::AsyncWriteExt;
@@ -64,6 +65,12 @@ pub(crate) struct RunArgs {
     /// For the scripted provider: a JSON script (entries text, tool_call, structured, stream, error).
     #[arg(long)]
     script: Option<PathBuf>,
+    /// Run the agent in a fresh git worktree sandbox of the workspace (which
+    /// must be a git repository on a branch); a run that leaves no commits
+    /// and no changes there ends `completed_empty` and its sandbox is
+    /// removed, otherwise the sandbox is kept for `lionrt sandbox merge`.
+    #[arg(long)]
+    sandbox: bool,
 }
 
 /// The built-in demo script: one streamed answer.
@@ -72,14 +79,48 @@ pub(crate) const DEMO_SCRIPT: &str = r#"[
 ]"#;
 
 /// `lionrt __scripted-leg --script FILE`: prints the file's non-empty lines
-/// on stdout (the scripted provider's CLI).
+/// on stdout (the scripted provider's CLI). Like a real agent it can change
+/// its working directory: a `tool_use` line for the tool `write_file` with
+/// `{"path", "content"}` writes that file (a relative path inside the
+/// working directory only) before the line is printed.
 pub(crate) fn scripted_leg(script: &Path) -> Result<ExitCode> {
     let text = std::fs::read_to_string(script)
         .with_context(|| format!("reading script {}", script.display()))?;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Ok(value) = serde_json::from_str::<Value>(line)
+            && value.get("type").and_then(Value::as_str) == Some("tool_use")
+            && value.get("name").and_then(Value::as_str) == Some("write_file")
+        {
+            write_file_tool(&value["input"])?;
+        }
         out::line(line);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn write_file_tool(input: &Value) -> Result<()> {
+    let path = input
+        .get("path")
+        .and_then(Value::as_str)
+        .context("write_file needs a string path")?;
+    let content = input
+        .get("content")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let rel = Path::new(path);
+    let inside = rel
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !inside || path.is_empty() {
+        anyhow::bail!(
+            "write_file path {path:?} must be relative and stay inside the working directory"
+        );
+    }
+    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::write(rel, content).with_context(|| format!("writing {path}"))
 }
 
 pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
@@ -115,11 +156,26 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         Some(w) => w.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
+    let effort = args.effort.as_deref().map(normalize_effort).transpose()?;
+    let mut sandbox = if args.sandbox {
+        let repo = workspace.clone();
+        Some(
+            tokio::task::spawn_blocking(move || create_sandbox(&repo, &CreateOptions::default()))
+                .await
+                .context("sandbox task panicked")?
+                .with_context(|| format!("creating a sandbox of {}", workspace.display()))?,
+        )
+    } else {
+        None
+    };
+    let agent_dir = sandbox
+        .as_ref()
+        .map_or_else(|| workspace.clone(), |s| s.worktree_path.clone());
     let request = AgentRequest {
         prompt: args.prompt.clone(),
         model: args.model.clone(),
-        effort: args.effort.as_deref().map(normalize_effort).transpose()?,
-        workspace: Some(workspace.clone()),
+        effort,
+        workspace: Some(agent_dir.clone()),
         resume: None,
         kwargs: Default::default(),
     };
@@ -143,7 +199,7 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         provider: Some(provider_name.clone()),
         model: args.model.clone(),
         agent_name: Some("lionrt-run".into()),
-        cwd: Some(workspace.display().to_string()),
+        cwd: Some(agent_dir.display().to_string()),
         ..SessionStart::default()
     };
     {
@@ -211,7 +267,24 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         },
     };
     let ok = report.exit_ok && report.saw_final && report.final_error.is_none();
+    // Completion evidence: only a probe that ran may report "nothing done";
+    // a failed probe keeps the run's own verdict.
+    let evidence = match &sandbox {
+        Some(s) if ok => {
+            let (dir, base) = (s.worktree_path.clone(), s.base_branch.clone());
+            Some(
+                tokio::task::spawn_blocking(move || probe_completion_evidence(&dir, &base))
+                    .await
+                    .context("evidence task panicked")?,
+            )
+        }
+        _ => None,
+    };
+    let empty = evidence
+        .as_ref()
+        .is_some_and(|e| e.checked && !e.has_evidence());
     let (status, reason) = match (&report.final_error, report.exit_ok) {
+        _ if ok && empty => ("completed_empty", "run.completed_empty.no_evidence"),
         _ if ok => ("completed", "run.completed.ok"),
         (Some(_), true) => ("failed", "run.failed.provider_nonretryable"),
         (_, false) if report.exit_status == "not started" => ("failed", "run.failed.exception"),
@@ -236,9 +309,26 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         })
         .await?
     };
+    let mut sandbox_note = None;
+    if let Some(mut s) = sandbox.take() {
+        if empty {
+            let cleaned =
+                tokio::task::spawn_blocking(move || cleanup_sandbox(&mut s).map(|_| s.id.clone()))
+                    .await
+                    .context("sandbox task panicked")?;
+            match cleaned {
+                Ok(id) => sandbox_note = Some(json!({"id": id, "kept": false})),
+                Err(e) => tracing::warn!(error = %e, "could not remove the empty run's sandbox"),
+            }
+        } else {
+            sandbox_note = Some(
+                json!({"id": s.id, "branch": s.branch, "worktree": s.worktree_path, "kept": true}),
+            );
+        }
+    }
     if json {
         out::json(&json!({
-            "session": session, "provider": provider_name, "ok": ok, "messages": report.messages,
+            "session": session, "provider": provider_name, "ok": ok, "sandbox": sandbox_note, "evidence": evidence, "messages": report.messages,
             "errors": report.errors, "resume_id": report.resume_id, "error": report.final_error,
             "text": report.text, "history": history,
         }));
@@ -249,6 +339,19 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         ));
         if !report.text.is_empty() {
             out::line(format!("agent: {}", report.text.trim()));
+        }
+        if let Some(note) = &sandbox_note {
+            if note["kept"] == true {
+                out::line(format!(
+                    "sandbox {} kept for review: lionrt sandbox merge {}",
+                    note["id"],
+                    note["id"].as_str().unwrap_or_default()
+                ));
+            } else {
+                out::line(
+                    "the run left no commits and no changes: completed_empty, sandbox removed",
+                );
+            }
         }
         if let Some(e) = &report.final_error {
             out::line(format!("error: {e}"));

@@ -104,3 +104,129 @@ fn a_provider_whose_cli_is_missing_fails_the_session_cleanly() {
         "{v}"
     );
 }
+
+fn git_repo(dir: &std::path::Path) {
+    for args in [
+        vec!["init", "-q", "-b", "work"],
+        vec!["commit", "-q", "--allow-empty", "-m", "init"],
+    ] {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
+            .args(&args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+#[test]
+fn a_sandboxed_run_without_changes_is_completed_empty_and_cleaned_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).expect("mkdir");
+    git_repo(&repo);
+    let db = dir.path().join("state.db");
+    let out = lionrt(
+        &db,
+        &[
+            "--json",
+            "run",
+            "--session",
+            "e",
+            "--sandbox",
+            "--workspace",
+            repo.to_str().expect("utf8"),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let v = stdout_json(&out);
+    assert_eq!(to_statuses(&v), ["running", "completed_empty"]);
+    assert_eq!(v["evidence"]["checked"], true);
+    assert_eq!(v["sandbox"]["kept"], false);
+    let listed = crate::lionrt(
+        &db,
+        &[
+            "--json",
+            "sandbox",
+            "ls",
+            "--repo",
+            repo.to_str().expect("utf8"),
+        ],
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).expect("json");
+    assert_eq!(listed.as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn a_sandboxed_run_that_writes_a_file_completes_and_keeps_its_sandbox() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).expect("mkdir");
+    git_repo(&repo);
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"[{"type": "tool_call", "name": "write_file", "arguments": {"path": "notes/done.txt", "content": "done\n"}}]"#,
+    )
+    .expect("script");
+    let db = dir.path().join("state.db");
+    let out = lionrt(
+        &db,
+        &[
+            "--json",
+            "run",
+            "--session",
+            "w",
+            "--sandbox",
+            "--workspace",
+            repo.to_str().expect("utf8"),
+            "--script",
+            script.to_str().expect("utf8"),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let v = stdout_json(&out);
+    assert_eq!(to_statuses(&v), ["running", "completed"]);
+    assert_eq!(v["evidence"]["uncommitted_changes"], true);
+    assert_eq!(v["sandbox"]["kept"], true);
+    let worktree = v["sandbox"]["worktree"].as_str().expect("worktree");
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(worktree).join("notes/done.txt"))
+            .expect("file"),
+        "done\n"
+    );
+    assert!(
+        !repo.join("notes").exists(),
+        "the agent wrote only in its sandbox"
+    );
+}
+
+#[test]
+fn the_scripted_agent_cannot_write_outside_its_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, r#"[{"type": "tool_call", "name": "write_file", "arguments": {"path": "../escaped.txt", "content": "x"}}]"#)
+        .expect("script");
+    let db = dir.path().join("state.db");
+    let out = lionrt(
+        &db,
+        &[
+            "--json",
+            "run",
+            "--session",
+            "x",
+            "--workspace",
+            work.to_str().expect("utf8"),
+            "--script",
+            script.to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(!dir.path().join("escaped.txt").exists());
+    assert_eq!(to_statuses(&stdout_json(&out)), ["running", "failed"]);
+}
