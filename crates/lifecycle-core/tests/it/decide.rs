@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use lifecycle_core::{
-    Actor, ActorType, CompatOptions, CoreError, Decision, Expected, Override, Reason, Rejection,
-    RowSnapshot, TransitionCommand, ZeroRows, decide, decide_with, default_registry,
+    Actor, ActorType, CompatOptions, CoreError, Decision, Edge, Expected, Override, PolicyRegistry,
+    PolicySpec, Reason, Rejection, RowSnapshot, SameStatus, TransitionCommand, ZeroRows, decide,
+    decide_with, default_registry,
 };
 use serde_json::{Value, json};
 
@@ -131,6 +132,45 @@ fn a_partial_or_wrong_guard_does_not_cover_the_self_edge() {
     )
     .expect_err("must raise");
     assert!(matches!(err, CoreError::SelfEdgeUnguarded { .. }));
+    // A self-edge requiring two guard columns, guarded on only one of them.
+    let mut self_edge = Edge::to("open");
+    self_edge.required_guard_fields = ["a".to_owned(), "b".to_owned()].into_iter().collect();
+    let mut registry = PolicyRegistry::new();
+    registry
+        .register(PolicySpec {
+            entity_type: "widget".into(),
+            table: "widgets".into(),
+            statuses: vec!["open".into(), "done".into()],
+            initial_statuses: vec!["open".into()],
+            terminal_statuses: vec!["done".into()],
+            edges: vec![
+                ("open".into(), self_edge),
+                ("open".into(), Edge::to("done")),
+            ],
+            same_status: SameStatus::Append,
+            patch_fields: vec!["a".into(), "b".into()],
+            reason_prefixes: vec!["run".into()],
+            reason_columns: true,
+        })
+        .expect("register");
+    let widget = registry.get("widget").expect("widget");
+    let touch = TransitionCommand::new(
+        "widget",
+        "w1",
+        "open",
+        Reason::new("run.started.ok"),
+        Actor::new(ActorType::Executor, "e"),
+    )
+    .expecting("open");
+    let r = row("open", 1, &[("a", json!(1)), ("b", json!(2))]);
+    let err = decide_with(widget, Some(&r), &touch, &guard(&[("a", json!(1))]))
+        .expect_err("partial cover must raise");
+    assert!(matches!(err, CoreError::SelfEdgeUnguarded { .. }), "{err}");
+    let full = guard(&[("a", json!(1)), ("b", json!(2))]);
+    assert!(matches!(
+        decide_with(widget, Some(&r), &touch, &full),
+        Ok(Decision::Write(_))
+    ));
 }
 
 // contract: LC-034
@@ -221,7 +261,7 @@ fn update_status_mode_ignores_edges_but_not_vocabulary_or_terminal_exit() {
     ));
 }
 
-// contract: LC-027, LC-028
+// contract: LC-028
 #[test]
 fn legacy_mode_raises_on_every_undeclared_edge() {
     let policy = default_registry().get("schedule_run").expect("policy");
@@ -274,14 +314,16 @@ fn the_public_command_has_no_compatibility_switches() {
     let cmd: TransitionCommand =
         serde_json::from_value(base.clone()).expect("plain command parses");
     assert_eq!(cmd.to_status, "delivering");
-    for key in [
-        "extra_guard",
-        "enforce_edges",
-        "raise_on_unguarded_conflict",
-        "raise_on_undeclared_edge",
+    // Each value has the type the switch would have, so the command would
+    // parse if it carried such a field; it must be refused as unknown.
+    for (key, value) in [
+        ("extra_guard", json!({"attempt": 1})),
+        ("enforce_edges", json!(false)),
+        ("raise_on_unguarded_conflict", json!(false)),
+        ("raise_on_undeclared_edge", json!(false)),
     ] {
         let mut v = base.clone();
-        v[key] = json!({"attempt": 1});
+        v[key] = value;
         assert!(
             serde_json::from_value::<TransitionCommand>(v).is_err(),
             "{key} must not be accepted"

@@ -44,10 +44,13 @@ fn terminal_sessions_are_done_or_zombie_only() {
             assert_eq!(classify(&i), Health::Zombie, "{status} {i:?}");
         }
     }
-    // running is not terminal for health
-    let mut i = input("running");
-    i.has_stale_locks = true;
-    assert_ne!(classify(&i), Health::Zombie);
+    // Exactly those five: running and completed_empty are not terminal for
+    // health, so stale locks do not make them ZOMBIE nor are they done.
+    for status in ["running", "completed_empty"] {
+        let mut i = input(status);
+        i.has_stale_locks = true;
+        assert_eq!(classify(&i), Health::Active, "{status}");
+    }
 }
 
 // contract: LC-007, LC-008, LC-009

@@ -3,8 +3,8 @@
 //! the policies under test).
 
 use lifecycle_core::{
-    Actor, ActorType, CoreError, Decision, Expected, Override, Reason, Rejection, RowSnapshot,
-    TransitionCommand, decide, default_registry,
+    Actor, ActorType, CompatOptions, CoreError, Decision, Expected, Override, Reason, Rejection,
+    RowSnapshot, TransitionCommand, decide, decide_with, default_registry,
 };
 use serde_json::json;
 
@@ -291,6 +291,11 @@ fn every_pair_of_every_default_policy_decides_as_declared() {
 // contract: LC-026
 #[test]
 fn a_status_outside_the_vocabulary_is_an_error_for_every_policy() {
+    let no_edges = CompatOptions {
+        enforce_edges: false,
+        raise_on_unguarded_conflict: true,
+        ..CompatOptions::default()
+    };
     for v in vocabularies() {
         let policy = default_registry().get(v.entity).expect("policy");
         let cmd = TransitionCommand::new(
@@ -309,12 +314,21 @@ fn a_status_outside_the_vocabulary_is_an_error_for_every_policy() {
             decide(policy, Some(&row), &cmd),
             Err(CoreError::UnknownStatus { .. })
         ));
+        // Also with edge enforcement off (the update_status mode).
+        assert!(matches!(
+            decide_with(policy, Some(&row), &cmd, &no_edges),
+            Err(CoreError::UnknownStatus { .. })
+        ));
         let mut cmd = cmd;
         cmd.to_status = v.statuses[0].into();
         cmd.expected_statuses
             .insert(Expected::Status("nope".into()));
         assert!(matches!(
             decide(policy, Some(&row), &cmd),
+            Err(CoreError::UnknownStatus { .. })
+        ));
+        assert!(matches!(
+            decide_with(policy, Some(&row), &cmd, &no_edges),
             Err(CoreError::UnknownStatus { .. })
         ));
     }

@@ -2,7 +2,8 @@
 
 use lifecycle_core::{
     Actor, ActorType, CoreError, Decision, Edge, EdgeMap, PolicyRegistry, PolicySpec, Reason,
-    RowSnapshot, SameStatus, TransitionCommand, decide, default_policy_specs, default_registry,
+    Rejection, RowSnapshot, SameStatus, TransitionCommand, decide, default_policy_specs,
+    default_registry,
 };
 
 type Mutation = Box<dyn Fn(&mut PolicySpec)>;
@@ -135,13 +136,44 @@ fn an_edge_map_supports_reads_only() {
         ["b", "c"]
     );
     assert_eq!(map.iter().count(), 2);
-    // Every accessor returns shared references; the type offers no
-    // insert/remove/extend/clear, so rebuilding is the only way to change
-    // edges, and that makes a new value.
-    let rebuilt = EdgeMap::new(vec![("x".to_owned(), Edge::to("y"))]).expect("map");
-    assert_ne!(rebuilt, map);
-    assert!(map.contains("a", "b"), "the original is unchanged");
+    assert!(map.get("a", "c").is_some());
+    // No trait hands out mutable access to the edges.
+    <EdgeMap as Ambiguous<_>>::check();
+    <lifecycle_core::Policy as Ambiguous<_>>::check();
+    // No inherent or trait method of the map takes `&mut self`, and its
+    // fields are private: nothing inserts, removes, resets or swaps edges.
+    let src = include_str!("../../src/policy.rs");
+    let decl = src.find("pub struct EdgeMap {").expect("EdgeMap declared") + 20;
+    let body = &src[decl..decl + src[decl..].find('}').expect("struct end")];
+    assert!(body.contains("edges:"), "{body}");
+    assert!(!body.contains("pub "), "EdgeMap fields must stay private");
+    let mut blocks = 0;
+    for (at, _) in src.match_indices("\nimpl") {
+        let header = &src[at..at + src[at..].find('{').expect("impl body")];
+        if !header.contains("EdgeMap") {
+            continue;
+        }
+        let end = at + src[at..].find("\n}\n").expect("impl end");
+        let block = &src[at..end];
+        assert!(!block.contains("&mut self"), "mutating method in {header}");
+        blocks += 1;
+    }
+    assert!(blocks >= 2, "found the EdgeMap impl blocks");
 }
+
+/// `<T as Ambiguous<_>>::check()` is ambiguous, so fails to compile, for a
+/// concrete `T` implementing `DerefMut`, `IndexMut<&str>` or
+/// `Extend<(String, Edge)>`: each would add a second candidate impl.
+trait Ambiguous<A> {
+    fn check() {}
+}
+impl<T: ?Sized> Ambiguous<()> for T {}
+struct ViaDerefMut;
+impl<T: ?Sized + std::ops::DerefMut> Ambiguous<ViaDerefMut> for T {}
+struct ViaIndexMut;
+impl<T: ?Sized + for<'a> std::ops::IndexMut<&'a str>> Ambiguous<ViaIndexMut> for T {}
+struct ViaExtend;
+impl<T: ?Sized + Extend<(String, Edge)>> Ambiguous<ViaExtend> for T {}
 
 // contract: LC-016
 #[test]
@@ -179,33 +211,65 @@ fn a_policy_converts_to_an_independent_plain_copy() {
 // contract: LC-018, LC-019
 #[test]
 fn mutating_the_callers_spec_or_a_copy_never_changes_registered_decisions() {
-    let mut specs = default_policy_specs();
-    let team = specs
-        .iter()
-        .position(|s| s.entity_type == "team")
-        .expect("team");
-    let mut r = PolicyRegistry::new();
-    let mut spec = specs.remove(team);
-    r.register(spec.clone()).expect("register");
-    spec.edges.push(("archived".into(), Edge::to("active")));
-    let got = r.get("team").expect("team").clone();
-    let mut copy = (*got).to_spec();
-    copy.edges.push(("archived".into(), Edge::to("active")));
+    let specs = default_policy_specs();
+    let spec_of = |entity: &str| {
+        specs
+            .iter()
+            .find(|s| s.entity_type == entity)
+            .expect("spec")
+            .clone()
+    };
+    // queued -> completed is undeclared and queued is not terminal, so the
+    // verdict depends on the edges alone.
+    let extra = || ("queued".to_owned(), Edge::to("completed"));
     let cmd = TransitionCommand::new(
-        "team",
-        "t",
-        "active",
-        Reason::new("team.archived.operator"),
-        Actor::new(ActorType::Admin, "a"),
+        "schedule_run",
+        "r",
+        "completed",
+        Reason::new("run.completed.ok"),
+        Actor::new(ActorType::Scheduler, "s"),
     );
-    let archived = RowSnapshot {
-        status: "archived".into(),
+    let queued = RowSnapshot {
+        status: "queued".into(),
         version: 1,
         columns: Default::default(),
     };
-    let d = decide(r.get("team").expect("team"), Some(&archived), &cmd).expect("decides");
+    // The probe is sensitive: a registry holding the extra edge applies it.
+    let mut widened = spec_of("schedule_run");
+    widened.edges.push(extra());
+    let mut other = PolicyRegistry::new();
+    other.register(widened).expect("register widened");
+    let d = decide(
+        other.get("schedule_run").expect("policy"),
+        Some(&queued),
+        &cmd,
+    )
+    .expect("decides");
+    assert!(matches!(d, Decision::Write(_)), "{d:?}");
+    // The caller's spec, changed after registration.
+    let mut r = PolicyRegistry::new();
+    let mut spec = spec_of("schedule_run");
+    r.register(spec.clone()).expect("register");
+    spec.edges.push(extra());
+    // A plain copy of a policy obtained from get(), changed.
+    let got = r.get("schedule_run").expect("policy").clone();
+    let mut copy = (*got).to_spec();
+    copy.edges.push(extra());
     assert!(
-        matches!(d, Decision::Reject { .. }),
+        !r.get("schedule_run")
+            .expect("policy")
+            .edges()
+            .contains("queued", "completed")
+    );
+    let d = decide(r.get("schedule_run").expect("policy"), Some(&queued), &cmd).expect("decides");
+    assert!(
+        matches!(
+            d,
+            Decision::Reject {
+                rejection: Rejection::UndeclaredEdge,
+                ..
+            }
+        ),
         "registered edges unchanged: {d:?}"
     );
 }

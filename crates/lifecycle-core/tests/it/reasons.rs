@@ -67,6 +67,27 @@ fn skipped_rows_accept_any_registered_code_with_an_allowed_prefix() {
             "{code}"
         );
     }
+    // The registered vocabulary is the only bound: every member whose
+    // prefix the schedule_run policy allows is accepted on a skipped row.
+    let mut accepted = 0;
+    for code in valid_reason_codes() {
+        if !(code.starts_with("run.") || code.starts_with("schedule.")) {
+            continue;
+        }
+        let cmd = TransitionCommand::new(
+            "schedule_run",
+            "r",
+            "skipped",
+            Reason::new(code),
+            Actor::new(ActorType::Scheduler, "s"),
+        );
+        assert!(
+            matches!(decide(policy, Some(&queued), &cmd), Ok(Decision::Write(_))),
+            "{code}"
+        );
+        accepted += 1;
+    }
+    assert!(accepted > 30, "{accepted}");
 }
 
 // contract: LC-035, LC-036
