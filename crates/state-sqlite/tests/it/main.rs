@@ -1,6 +1,7 @@
 //! Integration tests of state-sqlite against real database files.
 
 mod common;
+mod contract;
 mod engine;
 mod hooks;
 mod legacy;

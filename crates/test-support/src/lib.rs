@@ -1,0 +1,21 @@
+//! Test doubles and seam contract suites.
+//!
+//! - [`MemoryStore`]: an in-memory [`LifecycleStore`] that runs the same
+//!   [`lifecycle_core::decide`] as every real store, for tests of code that
+//!   needs a store but not SQLite.
+//! - [`lifecycle_store_contract`]: the behaviour every `LifecycleStore` must
+//!   show, run against [`MemoryStore`] here and against the SQLite store in
+//!   `state-sqlite`'s tests, so a future PostgreSQL store inherits the same
+//!   suite.
+//!
+//! ```
+//! test_support::lifecycle_store_contract(test_support::MemoryStore::default);
+//! ```
+//!
+//! Features: none.
+
+mod contract;
+mod memory;
+
+pub use contract::lifecycle_store_contract;
+pub use memory::{MemoryStore, MemoryStoreError};
