@@ -20,7 +20,6 @@ async fn default_containment_is_the_process_group() {
 
 #[tokio::test]
 async fn a_cgroup_leg_ends_even_a_setsid_escapee() {
-    // contract: SUP-032
     let mut spec = LegSpec::new(["/bin/sh".to_owned(), script("setsid-escapee-on-cue.sh")]);
     spec.stdin = StdinPolicy::Piped;
     spec.grace = Duration::from_millis(200);

@@ -61,7 +61,6 @@ const PGID: i32 = 4_000_000;
 #[test]
 fn reaped_and_proven_empty_sends_nothing_and_logs_no_refusal() {
     // contract: SUP-023
-    // contract: SUP-024
     // contract: SUP-028
     for signal in [GroupSignal::Term, GroupSignal::Kill] {
         let signaller = Recorder::default();
@@ -183,7 +182,64 @@ fn the_pid_guard_refuses_init_nonpositive_and_own_group() {
             assert_eq!(outcome, SignalOutcome::InvalidGroup);
             assert!(signaller.calls().is_empty());
         }
+        // A consumer's record with a matching start time passes the same guard.
+        let record = SpawnedProcess {
+            pid: pgid,
+            pgid,
+            create_time: Some(5),
+        };
+        let matching = Table {
+            start_time: Some(5),
+            ..table(&[7], true)
+        };
+        let signaller = Recorder::default();
+        let outcome = signal_recorded_group(&matching, &signaller, &record, GroupSignal::Kill);
+        assert_eq!(outcome, SignalOutcome::InvalidGroup);
+        assert!(signaller.calls().is_empty());
     }
+}
+
+#[test]
+fn group_signals_are_sent_only_from_the_guarded_module() {
+    // contract: SUP-003
+    // The group-signal syscall appears in exactly one source file, the one
+    // holding the guard; every other module must go through it.
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut offenders = Vec::new();
+    let mut seen = 0;
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|ext| ext != "rs") {
+                continue;
+            }
+            seen += 1;
+            let text = std::fs::read_to_string(&path).expect("read source");
+            let signals_group = [
+                "kill_process_group",
+                "killpg",
+                "libc::kill",
+                "nix::sys::signal",
+            ]
+            .iter()
+            .any(|needle| text.contains(needle));
+            if signals_group && path != src.join("guard.rs") {
+                offenders.push(path);
+            }
+        }
+    }
+    assert!(seen > 5, "scanned the crate's sources ({seen})");
+    assert!(
+        offenders.is_empty(),
+        "unguarded group signals in {offenders:?}"
+    );
+    let guard = std::fs::read_to_string(src.join("guard.rs")).expect("guard.rs");
+    assert!(guard.contains("kill_process_group"));
 }
 
 #[test]

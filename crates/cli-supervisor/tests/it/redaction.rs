@@ -63,7 +63,6 @@ async fn on_spawn_renders_opaquely_and_a_bound_callback_is_invoked() {
 #[test]
 fn a_non_mapping_env_is_rejected_without_quoting_it() {
     // contract: SUP-043
-    // contract: SUP-038
     for input in [
         r#""sk-secret-string""#,
         "[\"sk-secret-item\"]",
@@ -78,6 +77,40 @@ fn a_non_mapping_env_is_rejected_without_quoting_it() {
             "{text}"
         );
     }
+}
+
+/// A request type defined downstream, with a check the env knows nothing about.
+#[derive(Debug, serde::Deserialize)]
+struct LaterRequest {
+    prompt: String,
+    env: ChildEnv,
+}
+
+/// A validator added later that quotes the whole request in its error.
+fn later_validator(request: &LaterRequest) -> Result<(), String> {
+    if request.prompt.is_empty() {
+        return Err(format!("empty prompt in {request:?}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn env_is_redacted_from_deserialization_on_so_later_validators_cannot_leak_it() {
+    // contract: SUP-038
+    let request: LaterRequest =
+        serde_json::from_str(r#"{"prompt":"","env":{"API_KEY":"sk-entry-secret-9"}}"#)
+            .expect("deserializes");
+    let error = later_validator(&request).expect_err("empty prompt");
+    assert!(error.contains("<env: 1 variable(s)>"), "{error}");
+    assert!(
+        !error.contains("sk-entry-secret") && !error.contains("API_KEY"),
+        "{error}"
+    );
+    // The value still reaches whoever reads it on purpose.
+    assert_eq!(
+        request.env.get("API_KEY").and_then(|v| v.to_str()),
+        Some("sk-entry-secret-9")
+    );
 }
 
 #[test]

@@ -10,7 +10,9 @@ use cli_supervisor::{
 };
 use tokio::io::AsyncWriteExt;
 
-use crate::support::{assert_all_gone, eventually, fixture, marker, next_json};
+use crate::support::{
+    assert_all_gone, capture_logs, eventually, fixture, marker, next_json, runtime,
+};
 
 #[tokio::test]
 async fn record_has_pid_equal_pgid_and_start_time() {
@@ -83,8 +85,8 @@ async fn async_on_spawn_is_awaited_before_output() {
     }
 }
 
-#[tokio::test]
-async fn failing_on_spawn_ends_the_child_and_propagates() {
+#[test]
+fn failing_on_spawn_ends_the_child_and_propagates() {
     // contract: SUP-013
     // contract: SUP-020
     let marker = marker();
@@ -98,12 +100,14 @@ async fn failing_on_spawn_ends_the_child_and_propagates() {
             Err("recorder is down".into())
         }
     }));
-    let error = Leg::spawn(spec)
-        .await
-        .expect_err("on_spawn failure propagates");
+    let (result, logs) = capture_logs(|| runtime().block_on(Leg::spawn(spec)));
+    let error = result.expect_err("on_spawn failure propagates");
     assert!(matches!(error, Error::OnSpawn { .. }), "{error:?}");
     let pgid = *pgid.lock().expect("lock");
     assert_all_gone(&marker, pgid);
+    // The child was ended by the teardown routine, not left to the Drop backstop.
+    assert!(logs.contains("leg ended"), "{logs}");
+    assert!(!logs.contains("backstop ran"), "{logs}");
 }
 
 #[tokio::test]
@@ -220,6 +224,14 @@ async fn explicit_env_replaces_the_parent_environment() {
 #[tokio::test]
 async fn inherited_env_is_the_parent_environment() {
     // contract: SUP-061
+    // The child sees the whole parent environment, not just PATH.
+    let mut leg = Leg::spawn(LegSpec::new([fixture(), "envcount"]))
+        .await
+        .expect("spawn");
+    let parent = std::env::vars_os().count();
+    assert_eq!(next_json(&mut leg).await["count"], parent);
+    leg.wait().await.expect("wait");
+
     let mut leg = Leg::spawn(LegSpec::new([fixture(), "env", "PATH"]))
         .await
         .expect("spawn");

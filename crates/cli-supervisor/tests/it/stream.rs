@@ -6,6 +6,7 @@ use crate::support::{fixture, next_json};
 
 #[tokio::test]
 async fn each_line_is_one_event_in_order() {
+    // contract: SUP-024
     let mut leg = Leg::spawn(LegSpec::new([fixture(), "lines", "50", "0", "10"]))
         .await
         .expect("spawn");
@@ -21,6 +22,7 @@ async fn each_line_is_one_event_in_order() {
     assert!(leg.next_event().await.expect("read").is_none());
     let exit = leg.wait().await.expect("wait");
     assert!(exit.status.success());
+    // After a normal drain and exit no SIGTERM (nor SIGKILL) goes to the group.
     assert!(exit.teardown.term.is_none() && exit.teardown.kill.is_none());
 }
 

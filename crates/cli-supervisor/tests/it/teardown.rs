@@ -36,7 +36,20 @@ async fn term_ignoring_grandchild_is_killed_after_the_grace() {
     let record = leg.record();
     let grandchild = pid_field(&next_json(&mut leg).await, "grandchild");
     assert_eq!(ProcTable.pgid(grandchild), Some(record.pgid));
+    let started = std::time::Instant::now();
     let exit = leg.end().await.expect("end");
+    // SIGKILL came only after the grace period was waited out.
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "escalated before the grace ({:?})",
+        started.elapsed()
+    );
+    // The leader itself died to SIGTERM (its returncode was set before the
+    // escalation); only the descendant's membership kept the group alive.
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&exit.status),
+        Some(rustix::process::Signal::TERM.as_raw())
+    );
     assert!(matches!(
         exit.teardown.term,
         Some(SignalOutcome::Sent {
