@@ -445,6 +445,25 @@ fn denied_keywords_are_found_at_any_depth() {
             "{schema}"
         );
     }
+    // Under items and prefixItems that pass the bounded-array proof (so do
+    // not deny by themselves), a denied keyword further down is still found.
+    for (flags, nested) in [
+        (
+            json!({"type": "array", "items": {"enum": ["a"], "allOf": [{"not": {}}]}}),
+            "not",
+        ),
+        (
+            json!({"type": "array", "prefixItems": [{"const": "x", "anyOf": [{"if": {}}]}], "items": false}),
+            "if",
+        ),
+    ] {
+        let schema = closed_props(json!({"flags": flags}));
+        assert_eq!(
+            structural_coverage_insufficient(&schema, lim()).map(|i| i.cause),
+            Some(InsufficiencyCause::DeniedKeyword(nested.into())),
+            "{schema}"
+        );
+    }
 }
 
 // contract: ADM-018
@@ -472,7 +491,28 @@ fn content_schema_tripwire_keeps_both_lists_in_sync() {
 // contract: ADM-020
 #[test]
 fn each_denied_applicator_makes_its_node_insufficient() {
-    for kw in lists::DENIED {
+    // The catalogue's list, typed in here rather than read back from the
+    // registry under test.
+    const DENIED: &[&str] = &[
+        "patternProperties",
+        "propertyNames",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "dependentSchemas",
+        "if",
+        "then",
+        "else",
+        "not",
+        "contains",
+        "items",
+        "prefixItems",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$recursiveRef",
+        "$recursiveAnchor",
+    ];
+    for kw in DENIED {
+        assert_eq!(classify_keyword(kw), KeywordClass::Denied, "{kw}");
         let value = match *kw {
             "prefixItems" => json!([{"type": "string"}]),
             "$dynamicRef" | "$recursiveRef" => json!("#"),
@@ -1758,6 +1798,44 @@ fn verdicts_depend_only_on_arguments() {
         }
     }
     assert_eq!(expected, (Some(Reason::UnboundedCommandInput), None));
+    // Nothing else can feed the verdict: no module of the crate touches the
+    // environment, files, processes, the network, clocks or shared mutable
+    // state.
+    let mut dirs = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+    let mut files = 0;
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read source");
+            for banned in [
+                "std::env",
+                "env::var",
+                "std::fs",
+                "std::io",
+                "std::process",
+                "std::net",
+                "SystemTime",
+                "Instant",
+                "thread_local!",
+                "static mut",
+                "Mutex",
+                "RwLock",
+                "Atomic",
+                "OnceLock",
+                "LazyLock",
+                "Cell<",
+                "async fn",
+            ] {
+                assert!(!text.contains(banned), "{} uses {banned}", path.display());
+            }
+            files += 1;
+        }
+    }
+    assert!(files > 5, "scanned the crate sources");
 }
 
 // ---------------------------------------------------------------- normalisation facts
