@@ -144,6 +144,13 @@ fn every_field_round_trips_in_its_kind_shape() {
         };
         if is_set {
             assert_eq!(back.get(spec.field), set.as_ref(), "{}", spec.field);
+            let value = set.as_ref().expect("set");
+            let shape = expected_shape(spec.flag, spec.kind, value);
+            assert!(
+                args.windows(shape.len()).any(|w| w == shape.as_slice()),
+                "{} in its kind's shape {shape:?}: {args:?}",
+                spec.field
+            );
         } else {
             assert!(
                 !back.contains_key(spec.field),
@@ -151,6 +158,32 @@ fn every_field_round_trips_in_its_kind_shape() {
                 spec.field
             );
         }
+    }
+}
+
+/// The argv a set value must produce, written from the kind's definition
+/// (PRV-053..PRV-056) rather than from the builder.
+fn expected_shape(flag: &str, kind: FlagKind, value: &FlagValue) -> Vec<String> {
+    let flag = flag.to_owned();
+    match (kind, value) {
+        (FlagKind::Value, FlagValue::Str(s)) => vec![flag, s.clone()],
+        (FlagKind::Value, FlagValue::Json(serde_json::Value::String(s))) => vec![flag, s.clone()],
+        (FlagKind::Value, FlagValue::Json(v)) => vec![flag, v.to_string()],
+        (FlagKind::Bool, FlagValue::Bool(true)) => vec![flag],
+        (FlagKind::Bool, FlagValue::Bool(false)) => vec![],
+        (FlagKind::BoolPair { .. }, FlagValue::Bool(true)) => vec![flag],
+        (FlagKind::BoolPair { negative }, FlagValue::Bool(false)) => vec![negative.to_owned()],
+        (FlagKind::ListArgs, FlagValue::List(items)) => {
+            std::iter::once(flag).chain(items.iter().cloned()).collect()
+        }
+        (FlagKind::Repeat, FlagValue::List(items)) => items
+            .iter()
+            .flat_map(|item| [flag.clone(), item.clone()])
+            .collect(),
+        (FlagKind::JsonValue, FlagValue::Json(v)) => {
+            vec![flag, serde_json::to_string(v).expect("json")]
+        }
+        (kind, value) => panic!("{flag}: {} cannot hold {value:?}", kind.name()),
     }
 }
 
@@ -164,6 +197,13 @@ fn every_declared_field_round_trips_on_its_own() {
             .expect("full request sets every field");
         let alone =
             providers_core::build_declarative_cli_args(&[*spec], |_| Some(value.clone())).unwrap();
+        // The set value appears in the built args in its kind's shape.
+        assert_eq!(
+            alone,
+            expected_shape(spec.flag, spec.kind, &value),
+            "{}",
+            spec.field
+        );
         let back = parse_declarative_cli_args(&[*spec], &alone).unwrap();
         assert_eq!(back.get(spec.field), Some(&value), "{}", spec.field);
     }
