@@ -73,6 +73,18 @@ fn tool_callbacks_are_accepted_but_never_fire() {
     let events = parse_with_tool_callbacks(OUTPUT, |_| uses += 1, |_| results += 1);
     assert!(!events.is_empty());
     assert_eq!((uses, results), (0, 0));
+    // Nor for output carrying tool-shaped records that would fire them in
+    // another provider's stream.
+    let tool_shaped = [
+        r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}"#,
+        r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}"#,
+        r#"{"type":"item.completed","item":{"type":"command_execution","command":"ls","aggregated_output":"ok"}}"#,
+        r#"{"conversation_id":"c1","status":"SUCCESS","response":"done","tool_calls":[{"name":"read_file","args":{"path":"a"}}],"tool_results":[{"name":"read_file","output":"x"}]}"#,
+    ]
+    .join("\n");
+    let events = parse_with_tool_callbacks(&tool_shaped, |_| uses += 1, |_| results += 1);
+    assert!(!events.is_empty());
+    assert_eq!((uses, results), (0, 0));
 }
 
 #[test]
