@@ -128,6 +128,14 @@ fn update_after_construction_is_still_excluded() {
     ep.config_mut().update("env", KwargValue::Env(env()));
     ep.config_mut()
         .update("env", KwargValue::Json(json!({"API_KEY": SECRET})));
+    let sup = Arc::new(Supervisor::default());
+    ep.config_mut()
+        .update("on_spawn", KwargValue::OnSpawn(bound_callback(&sup)));
+    // Both values really are back in the config's kwargs...
+    assert!(ep.config().get("env").is_some() && ep.config().get("on_spawn").is_some());
+    // ...and a direct dump still omits both.
+    let dump = serde_json::to_value(ep.config()).unwrap();
+    assert!(dump["kwargs"].get("env").is_none() && dump["kwargs"].get("on_spawn").is_none());
     assert!(!leaks(&serde_json::to_string(ep.config()).unwrap()));
     assert!(!leaks(&ep.to_dict().to_string()));
 }
@@ -159,6 +167,25 @@ fn one_list_of_runtime_names() {
         c.update(name, KwargValue::Json(json!({})));
     }
     assert_eq!(c.iter().count(), 0);
+    // The endpoint drains exactly the names on that list, and nothing else.
+    let sup = Arc::new(Supervisor::default());
+    let mut c = EndpointConfig::new("claude");
+    c.update("permission_mode", KwargValue::Json(json!("plan")));
+    for name in RUNTIME_STATE_NAMES {
+        let value = match name {
+            "env" => KwargValue::Env(env()),
+            "on_spawn" => KwargValue::OnSpawn(bound_callback(&sup)),
+            other => panic!("no test value for runtime name {other}"),
+        };
+        c.update(name, value);
+    }
+    let ep = Endpoint::agentic(&c).unwrap();
+    for name in RUNTIME_STATE_NAMES {
+        assert!(ep.config().get(name).is_none(), "{name} drained");
+    }
+    assert!(ep.config().get("permission_mode").is_some());
+    let rt = ep.runtime().unwrap();
+    assert!(rt.env.is_some() && rt.on_spawn.is_some());
 }
 
 #[test]

@@ -117,6 +117,24 @@ fn all_kinds_together_round_trip() {
         ("tool", FlagValue::List(vec!["x".into()])),
     ];
     let argv = build(&values).unwrap();
+    // Each set value appears in its kind's shape, not only as something the
+    // library's own parser reads back.
+    assert_eq!(
+        argv,
+        [
+            "--model",
+            "m",
+            "--verbose",
+            "--no-color",
+            "--add-dir",
+            "a",
+            "b",
+            "--config-json",
+            "[1,2]",
+            "--tool",
+            "x"
+        ]
+    );
     let back = parse_declarative_cli_args(SPECS, &argv).unwrap();
     for (field, value) in values {
         assert_eq!(back.get(field), Some(&value), "{field}");

@@ -91,6 +91,15 @@ fn untrusted_plugins_are_never_loaded() {
     let m = registry().match_provider("shady-llm", &plugins);
     assert_eq!(m, EndpointMatch::OpenAiCompatible("shady-llm".into()));
     assert_eq!(plugins.executions.load(Ordering::SeqCst), 0);
+    // The registry asked the chokepoint (it did not decide trust itself) and
+    // kept nothing from the refused activation.
+    assert!(plugins.activations.load(Ordering::SeqCst) >= 1);
+    let mut r = registry();
+    assert_eq!(
+        r.match_provider("shady-llm", &plugins),
+        EndpointMatch::OpenAiCompatible("shady-llm".into())
+    );
+    assert!(!r.has_plugin_entry("shady-llm"));
 }
 
 #[test]
@@ -106,9 +115,10 @@ fn nothing_is_loaded_before_a_miss() {
     assert_eq!(plugins.executions.load(Ordering::SeqCst), 0);
 }
 
+// Not cited for PRV-041: the activation cache counted here lives in the
+// fake plugin registry, so this cannot fail because of the endpoint registry.
 #[test]
 fn repeated_misses_reuse_the_cached_activation() {
-    // contract: PRV-041
     let plugins = FakePlugins::with("acme", "acme-llm", true);
     let mut r = registry();
     for _ in 0..5 {

@@ -147,6 +147,22 @@ fn sentinel_stays_excluded_under_a_broad_retry_config() {
         );
         assert_eq!(sends, 1, "{status} sent once natively");
     }
+    // Control: the same broad retry config really does retry (a 500), so the
+    // single send above is the sentinel's exclusion, not an inactive layer.
+    let rc = RetryConfig {
+        max_retries: 5,
+        backoff: Backoff::default(),
+        retry_on: retry_everything,
+    };
+    let (r, sends) = run(
+        EndpointRetry {
+            max_retries: 5,
+            retry_config: Some(rc),
+            ..Default::default()
+        },
+        vec![Err(http(500)), Ok(7)],
+    );
+    assert_eq!((r, sends), (Ok(7), 2));
 }
 
 #[test]
