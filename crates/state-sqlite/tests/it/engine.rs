@@ -246,9 +246,13 @@ fn an_unfixed_sqlite_warns_at_startup_and_a_fixed_one_does_not() {
         .with_writer(move || writer.clone())
         .with_ansi(false)
         .finish();
+    let dir = tempfile::tempdir().expect("tempdir");
     tracing::subscriber::with_default(subscriber, || {
         assert!(warn_if_unfixed("3.45.1"));
         assert!(!warn_if_unfixed("3.51.3"));
+        // Startup with the linked (fixed) SQLite warns nothing.
+        assert!(has_wal_reset_fix(rusqlite::version()));
+        Engine::create(dir.path().join("state.db"), EngineConfig::default()).expect("engine");
     });
     let text = String::from_utf8(capture.0.lock().expect("lock").clone()).expect("utf8");
     assert_eq!(text.matches("WAL-reset fix").count(), 1, "{text}");
