@@ -220,6 +220,7 @@ fn all_upload_endpoints_share_replay_behaviour() {
             BodySource::Seekable(&mut s),
         ))
         .unwrap();
+        assert_eq!(t.sent_files.len(), 2, "both attempts sent: {ep:?}");
         assert!(
             t.sent_files.iter().all(|(_, b)| b == b"head+body"),
             "{ep:?}"
