@@ -335,6 +335,21 @@ fn only_the_global_settings_file_is_consulted() {
     assert_eq!(config, LookupConfig::NotConfigured);
     let (resolution, _) = fill(&config, explicit(&[]));
     assert!(resolution.resolved.is_empty());
+    // A leg spawned inside the project (its cwd holds the project-local
+    // block) resolves nothing from it either.
+    let seen = runtime().block_on(async {
+        let mut spec = LegSpec::new([fixture(), "env", "KEY_A"]);
+        spec.cwd = Some(project.dir.path().to_owned());
+        spec.secret_lookup = config.clone();
+        spec.env = explicit(&[("PATH", "/bin")]);
+        let mut leg = Leg::spawn(spec).await.expect("spawn");
+        assert!(leg.resolved_secrets().is_empty());
+        assert_eq!(leg.secret_lookup_reason(), None);
+        let seen = next_json(&mut leg).await;
+        leg.wait().await.expect("wait");
+        seen
+    });
+    assert!(seen["KEY_A"].is_null(), "{seen}");
     assert!(
         project.calls().is_empty(),
         "the project-local program never ran"

@@ -79,6 +79,15 @@ async fn grandchild_left_by_a_leader_that_exits_at_once_is_ended() {
     let exit = leg.wait().await.expect("wait");
     assert!(exit.status.success());
     assert!(exit.teardown.kill.as_ref().is_some_and(SignalOutcome::sent));
+    // The stronger property: the exited leader was kept unreaped until the
+    // group was drained, so the captured group id was signalled on the
+    // unrecyclable-pid evidence, never on a pid that could have been reissued.
+    assert_eq!(
+        exit.teardown.kill,
+        Some(SignalOutcome::Sent {
+            evidence: Evidence::Unreaped
+        })
+    );
     assert!(eventually(|| !alive(grandchild)), "grandchild survived");
 }
 
