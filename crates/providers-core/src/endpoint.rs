@@ -31,11 +31,26 @@ impl ChildEnv {
     pub fn vars(&self) -> &BTreeMap<String, String> {
         &self.0
     }
+    /// The number of variables.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Whether there are no variables.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl fmt::Debug for ChildEnv {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "<env: {} variable(s)>", self.0.len())
+    }
+}
+
+/// Same as Debug: the variable count only, never a name or value.
+impl fmt::Display for ChildEnv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
     }
 }
 
@@ -69,6 +84,21 @@ impl OnSpawn {
 impl fmt::Debug for OnSpawn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<on_spawn>")
+    }
+}
+
+/// Same as Debug: opaque, never the captured receiver.
+impl fmt::Display for OnSpawn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Identity, as [`same_as`](OnSpawn::same_as): two carriers are equal when
+/// they hold the very same callback object.
+impl PartialEq for OnSpawn {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_as(other)
     }
 }
 
