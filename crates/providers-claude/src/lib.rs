@@ -10,6 +10,12 @@
 //! [`ClaudeParser`] reads `--output-format stream-json`. Claude Code has no
 //! effort flag in the spec, so a request's effort is not passed.
 //!
+//! `env` and `on_spawn` are runtime-only fields of [`ClaudeCodeRequest`]
+//! (set from a [`providers_core::CliCall`] by
+//! [`ClaudeCodeRequest::from_call`]): `Serialize` skips them, Debug renders
+//! `<env: N variable(s)>` and `<on_spawn>`, and the env becomes the
+//! invocation's `env`. No JSON schema is generated for the request.
+//!
 //! ```
 //! use providers_core::{AgentRequest, Provider};
 //! use providers_claude::ClaudeProvider;

@@ -30,7 +30,10 @@ impl ClaudeProvider {
     /// CLI refuses stream-json without `--verbose`), the metadata-driven
     /// flags, then `--` and the prompt, so a prompt starting with `-` is
     /// never read as a flag and no variadic flag swallows it. The
-    /// workspace becomes the cwd; stdin is the null device.
+    /// workspace becomes the cwd; stdin is the null device; the request's
+    /// runtime-only `env` becomes [`Invocation::env`]. `on_spawn` is not
+    /// part of an invocation (plain data): the runner takes it from the
+    /// request.
     pub fn invocation_for(&self, req: &ClaudeCodeRequest) -> Result<Invocation, Error> {
         req.validate()?;
         let mut argv = vec![
@@ -47,6 +50,11 @@ impl ClaudeProvider {
             argv,
             cwd: req.workspace.clone(),
             stdin: Stdin::Null,
+            env: req
+                .env
+                .as_ref()
+                .map(|e| e.vars().clone())
+                .unwrap_or_default(),
             ..Invocation::default()
         })
     }
@@ -60,6 +68,9 @@ impl Provider for ClaudeProvider {
         "claude"
     }
 
+    /// An [`AgentRequest`] carries no runtime wiring, so this invocation's
+    /// env is empty; build from a [`CliCall`](providers_core::CliCall) with
+    /// [`ClaudeCodeRequest::from_call`] to pass one.
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation, Error> {
         self.invocation_for(&ClaudeCodeRequest::from_agent_request(request)?)
     }

@@ -2,7 +2,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use providers_core::{AgentRequest, CliFields, FlagKind, FlagSpec, FlagValue, Kwargs};
+use providers_core::{
+    AgentRequest, ChildEnv, CliCall, CliFields, FlagKind, FlagSpec, FlagValue, Kwargs, OnSpawn,
+};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::Error;
@@ -56,7 +59,13 @@ pub const CLAUDE_FLAGS: &[FlagSpec] = &[
 ];
 
 /// A Claude Code (`claude -p --output-format stream-json`) request.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// `env` and `on_spawn` are runtime-only: they stay in memory for the leg
+/// that uses them and are left out of the serialised form (`Serialize`
+/// skips them, so a dump has no `env` or `on_spawn` key), and Debug renders
+/// them as `<env: N variable(s)>` and `<on_spawn>`. The crate generates no
+/// JSON schema, so there is no schema for them to leak into.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ClaudeCodeRequest {
     /// The prompt (passed after `--`).
     pub prompt: String,
@@ -112,6 +121,15 @@ pub struct ClaudeCodeRequest {
     pub include_partial_messages: bool,
     /// `--dangerously-skip-permissions`.
     pub dangerously_skip_permissions: bool,
+    /// Runtime-only: variables added to the child's environment
+    /// ([`Invocation::env`](providers_core::Invocation::env)). Never
+    /// serialised; rendered as a count only.
+    #[serde(skip)]
+    pub env: Option<ChildEnv>,
+    /// Runtime-only: the spawn callback the runner hands to the supervisor.
+    /// Never serialised; rendered opaquely.
+    #[serde(skip)]
+    pub on_spawn: Option<OnSpawn>,
 }
 
 fn path_value(p: &Option<PathBuf>) -> Option<FlagValue> {
@@ -213,8 +231,21 @@ impl ClaudeCodeRequest {
             session_id: k.string("session_id")?,
             include_partial_messages: k.bool("include_partial_messages")?.unwrap_or(false),
             dangerously_skip_permissions: k.bool("dangerously_skip_permissions")?.unwrap_or(false),
+            env: None,
+            on_spawn: None,
         };
         k.finish()?;
+        Ok(out)
+    }
+
+    /// Builds the request from a call: the provider-neutral request plus
+    /// its runtime wiring. `env` and `on_spawn` arrive already wrapped
+    /// ([`ChildEnv`], [`OnSpawn`]), so the redaction travels on the values
+    /// and no check here or added later can render them.
+    pub fn from_call(call: &CliCall) -> Result<Self, Error> {
+        let mut out = Self::from_agent_request(&call.request)?;
+        out.env = call.env.clone();
+        out.on_spawn = call.on_spawn.clone();
         Ok(out)
     }
 

@@ -1,4 +1,7 @@
-//! Integration tests of providers-claude: argv and stream parsing.
+//! Integration tests of providers-claude: argv, stream parsing, runtime-only
+//! fields and the first-output gate.
 
 mod argv;
+mod first_output;
 mod parse;
+mod runtime;
