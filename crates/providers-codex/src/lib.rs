@@ -10,6 +10,11 @@
 //! - [`CodexParser`] reads error text from `message` (`error` events) and
 //!   `error.message` (`turn.failed`), and applies the benign end-of-stream
 //!   rule ([`is_benign_eos`]).
+//! - `env` and `on_spawn` are runtime-only fields of [`CodexRequest`] (set
+//!   from a [`providers_core::CliCall`] by [`CodexRequest::from_call`]):
+//!   `Serialize` skips them, Debug renders `<env: N variable(s)>` and
+//!   `<on_spawn>`, and the env becomes the invocation's `env`. No JSON
+//!   schema is generated for the request.
 //!
 //! ```
 //! use providers_core::{AgentRequest, Effort, Provider};

@@ -36,7 +36,10 @@ impl CodexProvider {
     /// `-c model_reasoning_effort=...`, the MCP overrides, `-C <workspace>`,
     /// `resume <id>` when resuming, then `--` and the prompt. The cwd is
     /// never set: `-C` already names the workspace, and a cwd as well would
-    /// make codex resolve a relative `-C repo` to `repo/repo`.
+    /// make codex resolve a relative `-C repo` to `repo/repo`. The
+    /// request's runtime-only `env` becomes [`Invocation::env`];
+    /// `on_spawn` is not part of an invocation (plain data): the runner
+    /// takes it from the request.
     pub fn invocation_for(&self, req: &CodexRequest) -> Result<Invocation, Error> {
         if req.prompt.trim().is_empty() {
             return Err(Error::EmptyPrompt);
@@ -89,8 +92,12 @@ impl CodexProvider {
             argv,
             cwd: None,
             stdin: Stdin::Null,
+            env: req
+                .env
+                .as_ref()
+                .map(|e| e.vars().clone())
+                .unwrap_or_default(),
             files,
-            ..Invocation::default()
         })
     }
 }
@@ -103,6 +110,9 @@ impl Provider for CodexProvider {
         "codex"
     }
 
+    /// An [`AgentRequest`] carries no runtime wiring, so this invocation's
+    /// env is empty; build from a [`CliCall`](providers_core::CliCall) with
+    /// [`CodexRequest::from_call`] to pass one.
     fn invocation(&self, request: &AgentRequest) -> Result<Invocation, Error> {
         self.invocation_for(&CodexRequest::from_agent_request(request)?)
     }

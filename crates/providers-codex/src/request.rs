@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 
 use providers_core::{
-    AgentRequest, CliFields, Effort, FlagKind, FlagSpec, FlagValue, Kwargs, MCP_EXCLUSIVE_KEY,
-    MCP_SERVERS_KEY,
+    AgentRequest, ChildEnv, CliCall, CliFields, Effort, FlagKind, FlagSpec, FlagValue, Kwargs,
+    MCP_EXCLUSIVE_KEY, MCP_SERVERS_KEY, OnSpawn,
 };
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::error::Error;
@@ -32,7 +33,13 @@ pub const CODEX_FLAGS: &[FlagSpec] = &[
 ];
 
 /// A `codex exec --json` request.
-#[derive(Debug, Clone, Default, PartialEq)]
+///
+/// `env` and `on_spawn` are runtime-only: they stay in memory for the leg
+/// that uses them and are left out of the serialised form (`Serialize`
+/// skips them, so a dump has no `env` or `on_spawn` key), and Debug renders
+/// them as `<env: N variable(s)>` and `<on_spawn>`. The crate generates no
+/// JSON schema, so there is no schema for them to leak into.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct CodexRequest {
     /// The prompt (after `--`).
     pub prompt: String,
@@ -42,6 +49,7 @@ pub struct CodexRequest {
     pub model: Option<String>,
     /// Reasoning effort, clamped to the model's ceiling and passed as
     /// `-c model_reasoning_effort="<level>"`.
+    #[serde(serialize_with = "effort_name")]
     pub effort: Option<Effort>,
     /// `--sandbox read-only|workspace-write|danger-full-access`.
     pub sandbox: Option<String>,
@@ -70,6 +78,23 @@ pub struct CodexRequest {
     pub configured_mcp_servers: Vec<String>,
     /// Where the owner-only MCP profile file is written.
     pub mcp_profile_dir: Option<PathBuf>,
+    /// Runtime-only: variables added to the child's environment
+    /// ([`Invocation::env`](providers_core::Invocation::env)). Never
+    /// serialised; rendered as a count only.
+    #[serde(skip)]
+    pub env: Option<ChildEnv>,
+    /// Runtime-only: the spawn callback the runner hands to the supervisor.
+    /// Never serialised; rendered opaquely.
+    #[serde(skip)]
+    pub on_spawn: Option<OnSpawn>,
+}
+
+/// An effort serialises as its level name (`"xhigh"`).
+fn effort_name<S: Serializer>(effort: &Option<Effort>, s: S) -> Result<S::Ok, S::Error> {
+    match effort {
+        Some(e) => s.collect_str(e),
+        None => s.serialize_none(),
+    }
 }
 
 impl CliFields for CodexRequest {
@@ -121,8 +146,21 @@ impl CodexRequest {
             mcp_exclusive: k.bool(MCP_EXCLUSIVE_KEY)?.unwrap_or(false),
             configured_mcp_servers: k.strings("configured_mcp_servers")?,
             mcp_profile_dir: k.string("mcp_profile_dir")?.map(PathBuf::from),
+            env: None,
+            on_spawn: None,
         };
         k.finish()?;
+        Ok(out)
+    }
+
+    /// Builds the request from a call: the provider-neutral request plus
+    /// its runtime wiring. `env` and `on_spawn` arrive already wrapped
+    /// ([`ChildEnv`], [`OnSpawn`]), so the redaction travels on the values
+    /// and no check here or added later can render them.
+    pub fn from_call(call: &CliCall) -> Result<Self, Error> {
+        let mut out = Self::from_agent_request(&call.request)?;
+        out.env = call.env.clone();
+        out.on_spawn = call.on_spawn.clone();
         Ok(out)
     }
 }

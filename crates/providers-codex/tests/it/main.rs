@@ -1,4 +1,7 @@
-//! Integration tests of providers-codex: argv, MCP overrides, parsing.
+//! Integration tests of providers-codex: argv, MCP overrides, parsing,
+//! runtime-only fields and the first-output gate.
 
 mod argv;
+mod first_output;
 mod parse;
+mod runtime;
