@@ -1,4 +1,5 @@
 //! Integration tests of providers-gemini.
 
 mod argv;
+mod first_output;
 mod parse;
