@@ -1,4 +1,5 @@
 //! Integration tests of providers-pi.
 
 mod argv;
+mod first_output;
 mod parse;
