@@ -40,7 +40,12 @@ pub trait Signaller: Send + Sync {
 pub struct OsSignaller;
 
 impl Signaller for OsSignaller {
+    /// Refuses (`InvalidInput`) any id the pid guard refuses: this seam is
+    /// public, so calling it directly must not bypass the guard.
     fn signal_group(&self, pgid: i32, signal: GroupSignal) -> io::Result<()> {
+        if !group_id_allowed(pgid) {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
         let pid = rustix::process::Pid::from_raw(pgid)
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         rustix::process::kill_process_group(pid, to_rustix(signal)).map_err(io::Error::from)

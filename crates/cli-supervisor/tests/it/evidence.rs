@@ -1,6 +1,7 @@
 //! The evidence rule, with an injected process table and signaller.
 
 use std::io;
+use std::os::unix::process::CommandExt;
 use std::sync::Mutex;
 
 use cli_supervisor::{
@@ -197,6 +198,37 @@ fn the_pid_guard_refuses_init_nonpositive_and_own_group() {
         assert_eq!(outcome, SignalOutcome::InvalidGroup);
         assert!(signaller.calls().is_empty());
     }
+}
+
+#[test]
+fn the_public_os_signaller_is_guarded_too() {
+    // contract: SUP-003
+    // The real signaller is public; called directly it must still refuse
+    // what the guard refuses. Checked on the caller's own group, in a child
+    // that leads a group of its own, so a missing guard kills only the child.
+    const PROBE: &str = "CLI_SUPERVISOR_OWN_GROUP_PROBE";
+    if std::env::var_os(PROBE).is_some() {
+        let own = rustix::process::getpgrp().as_raw_nonzero().get();
+        assert_eq!(own, i32::try_from(std::process::id()).expect("pid fits"));
+        let refused = cli_supervisor::OsSignaller.signal_group(own, GroupSignal::Kill);
+        assert_eq!(
+            refused.map_err(|e| e.kind()),
+            Err(io::ErrorKind::InvalidInput)
+        );
+        return;
+    }
+    let status = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "evidence::the_public_os_signaller_is_guarded_too",
+            "--test-threads=1",
+        ])
+        .env(PROBE, "1")
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run the probe");
+    assert!(status.success(), "probe child: {status:?}");
 }
 
 #[test]
