@@ -206,7 +206,13 @@ proptest! {
         let json_bad = serde_json::from_str::<ChildEnv>(&format!("{{\"API_KEY\": {secret:?}, \"N\": 1}}"))
             .expect_err("bad");
         let json_not_map = serde_json::from_str::<ChildEnv>(&format!("{secret:?}")).expect_err("bad").to_string();
-        let mut all = renderings(&spec, &env, &[spawn_error, empty_argv, bad, nul]);
+        // Rejections unrelated to env name no variable either, only the placeholder.
+        let unrelated = renderings(&spec, &env, &[spawn_error, empty_argv]);
+        for rendered in &unrelated {
+            prop_assert!(!rendered.contains("API_KEY"), "variable name leaked in {rendered}");
+        }
+        let mut all = unrelated;
+        all.extend(renderings(&spec, &env, &[bad, nul]));
         all.push(json_bad.to_string());
         all.push(json_not_map);
         for rendered in all {
