@@ -2,7 +2,7 @@
 //! rollback, reason columns, version bumps.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 
 use lifecycle_core::{
     ActorType, OutcomeKind, Override, Reason, TerminalEvent, TerminalSink, TransitionCommand,
@@ -106,6 +106,43 @@ fn failing_or_panicking_sinks_cannot_undo_the_write() {
                 .as_deref(),
             Some("completed")
         );
+    }
+    // A hanging sink does not delay the commit: while it hangs, another
+    // connection already reads the new status and its history row.
+    let mut db = crate::common::db();
+    let gate = Arc::new(Stuck(Barrier::new(2), Barrier::new(2)));
+    db.store.add_terminal_sink(gate.clone());
+    create(&db.store, "session", "h", "running", "run.started.ok", &[]);
+    let store = db.store.clone();
+    let caller = std::thread::spawn(move || store.transition(&complete("h")));
+    gate.0.wait();
+    assert_eq!(
+        db.store
+            .status_of("session", "h")
+            .expect("status")
+            .map(|s| s.0)
+            .as_deref(),
+        Some("completed"),
+        "committed while the sink hangs"
+    );
+    assert_eq!(db.store.history("session", "h").expect("history").len(), 2);
+    gate.1.wait();
+    let out = caller.join().expect("caller").expect("transition");
+    assert_eq!(out.result, OutcomeKind::Applied);
+}
+
+/// A sink that hangs until released: it meets the test at the first
+/// barrier once called, then waits at the second.
+struct Stuck(Barrier, Barrier);
+
+impl TerminalSink for Stuck {
+    fn on_terminal(
+        &self,
+        _: &TerminalEvent,
+    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.0.wait();
+        self.1.wait();
+        Ok(())
     }
 }
 
