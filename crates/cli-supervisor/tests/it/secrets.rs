@@ -225,6 +225,23 @@ fn declared_names_are_looked_up_and_set_ones_never_overwritten() {
     );
     // Only listed, unset names are ever requested from the store.
     assert_eq!(store.calls(), vec!["KEY_A".to_owned()]);
+
+    // Inheriting: a variable this process exports (the child would see it)
+    // also counts as set, and is neither looked up nor overwritten.
+    assert!(std::env::var_os("PATH").is_some(), "PATH is set for tests");
+    let store = Store::new();
+    let config = store.settings("[PATH]").secret_lookup();
+    let (resolution, _) = fill(&config, EnvPolicy::Inherit);
+    assert_eq!(resolution.already_set, vec!["PATH".to_owned()]);
+    assert!(resolution.resolved.is_empty());
+    assert!(
+        store.calls().is_empty(),
+        "an exported variable is never looked up"
+    );
+    assert_ne!(
+        env_value(&resolution.env, "PATH").as_deref(),
+        Some("value-of-PATH")
+    );
 }
 
 #[test]
