@@ -679,6 +679,20 @@ fn limits_fail_the_boundedness_proof_closed() {
         Some(InsufficiencyCause::LimitReached)
     );
     check("exec", schema, None, IDENTITY);
+    // Check (1) runs first: out of budget, a node the type gate (2) would
+    // refuse reports the limit, not its type.
+    let spent = Limits {
+        max_depth: 12,
+        max_nodes: 0,
+    };
+    assert_eq!(
+        bounded_cause(&json!({"type": "string"})),
+        Some(InsufficiencyCause::TypeExcludesObject)
+    );
+    assert_eq!(
+        object_boundedness_insufficient(&json!({"type": "string"}), spent).map(|i| i.cause),
+        Some(InsufficiencyCause::LimitReached)
+    );
 }
 
 // contract: ADM-029
@@ -1218,6 +1232,22 @@ fn value_inspection_is_budgeted_and_fails_closed() {
             Some(Reason::ExecutorIdentityWithInsufficientSchema)
         );
     }
+    // The inspection is charged to the walker's own budget: with room to
+    // spare, a 1,000-element inert value is admitted and its elements are
+    // counted among the nodes the verdict visited.
+    let roomy = Limits {
+        max_depth: 12,
+        max_nodes: 100_000,
+    };
+    let list = Value::Array((0..1_000).map(Value::from).collect());
+    let r = explain_tool_admission_with(
+        roomy,
+        "exec",
+        Some(&closed_with(json!({"x-big": list}))),
+        None,
+    );
+    assert_eq!(r.reason, None);
+    assert!(r.nodes_visited >= 1_000, "{}", r.nodes_visited);
 }
 
 // contract: ADM-062
