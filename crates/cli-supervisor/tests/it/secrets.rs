@@ -281,6 +281,26 @@ fn a_failed_lookup_is_additive_and_its_stdout_is_discarded() {
 }
 
 #[test]
+fn a_timed_out_lookup_discards_what_it_printed() {
+    // contract: SUP-060
+    // Another failure path: the store prints, then hangs past the timeout.
+    let yaml = "secrets:\n  lookup:\n    argv: [/bin/sh, -c, \"echo MARKER-TIMEOUT-$0; exec sleep 30\", \"{name}\"]\n    names: [SLOW_KEY]\n";
+    let LookupConfig::Ready(lookup) = parse_secret_lookup(yaml) else {
+        panic!("a usable lookup")
+    };
+    let config = LookupConfig::Ready(lookup.with_timeout(std::time::Duration::from_millis(300)));
+    let (resolution, logs) = fill(&config, explicit(&[("PATH", "/bin")]));
+    assert_eq!(resolution.failed, vec!["SLOW_KEY".to_owned()]);
+    assert!(resolution.resolved.is_empty());
+    assert!(logs.contains("timed out"), "{logs}");
+    let rendered = format!("{resolution:?}");
+    for place in [&logs, &rendered] {
+        assert!(!place.contains("MARKER-TIMEOUT"), "{place}");
+    }
+    assert_eq!(env_value(&resolution.env, "SLOW_KEY"), None);
+}
+
+#[test]
 fn a_resolved_value_reaches_only_the_child_environment() {
     // contract: SUP-059
     // contract: SUP-056
