@@ -132,3 +132,28 @@ proptest! {
         }
     }
 }
+
+// contract: LC-001
+#[test]
+fn the_classifier_module_reaches_no_io() {
+    // No process lookup, file, clock, environment or database access: the
+    // verdict can come only from its arguments.
+    let src = include_str!("../../src/health.rs");
+    for banned in [
+        "std::fs",
+        "std::env",
+        "std::process",
+        "std::net",
+        "std::io",
+        "SystemTime",
+        "Instant",
+        "static ",
+        "Mutex",
+        "Atomic",
+        "Cell",
+        "crate::store",
+    ] {
+        assert!(!src.contains(banned), "health.rs uses {banned}");
+    }
+    assert!(src.contains("pub fn classify_session_health(input: &HealthInput"));
+}
