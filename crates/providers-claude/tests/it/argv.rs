@@ -106,6 +106,7 @@ fn argv_is_driven_by_metadata_only() {
     // contract: PRV-052
     let full = full();
     // Every declared field is set and every one produces argv.
+    let mut from_metadata = Vec::new();
     for spec in CLAUDE_FLAGS {
         let v = full.flag_value(spec.field);
         assert!(v.is_some(), "{} has a value", spec.field);
@@ -116,8 +117,12 @@ fn argv_is_driven_by_metadata_only() {
             "{}",
             spec.field
         );
+        from_metadata.extend(alone);
     }
     assert_eq!(full.cli_args().unwrap().len(), 45);
+    // The request's args are exactly what its metadata builds, field by
+    // field: nothing is emitted outside the metadata.
+    assert_eq!(full.cli_args().unwrap(), from_metadata);
 }
 
 #[test]
