@@ -353,6 +353,16 @@ fn cancelling_the_replenisher_before_its_loop_is_harmless() {
         task.abort();
         assert!(task.await.unwrap_err().is_cancelled());
     });
+    // The cancellation was absorbed: nothing poisoned, nothing stopped, and
+    // the processor still replenishes normally until it is closed.
+    assert!(!exec.is_poisoned());
+    {
+        let mut p = exec.lock().unwrap();
+        assert!(!p.is_stopped(), "only close() stops it");
+        p.submit(u64::MAX, 1, true);
+        p.tick();
+        assert_eq!(p.status(u64::MAX), Some(&EventStatus::Completed));
+    }
     m.close();
     assert!(exec.lock().unwrap().is_stopped());
 }
@@ -393,6 +403,8 @@ fn closing_models_in_sequence_closes_all_despite_cancelled_tasks() {
             let _ = t.await;
         }
     });
+    // The cancelled tasks stopped nothing themselves: shutdown does the closing.
+    assert!(execs.iter().all(|e| !e.lock().unwrap().is_stopped()));
     assert!(mgr.shutdown().is_empty());
     assert!(execs.iter().all(|e| e.lock().unwrap().is_stopped()));
 }
