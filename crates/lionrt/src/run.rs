@@ -24,6 +24,7 @@ use sandbox_git::{CreateOptions, cleanup_sandbox, create_sandbox, probe_completi
 use serde_json::{Value, json};
 use state_sqlite::{Engine, EngineConfig, SessionEnd, SessionStart, Store, Usage, now_micros};
 use tokio::io::AsyncWriteExt;
+use tokio::signal::unix::{SignalKind, signal};
 
 use crate::out;
 
@@ -148,10 +149,12 @@ struct LegReport {
     final_error: Option<String>,
     saw_final: bool,
     resume_id: Option<String>,
+    cancelled: Option<&'static str>,
     text: String,
 }
 
 async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
+    let mut signals = Signals::install()?;
     let workspace = match &args.workspace {
         Some(w) => w.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
@@ -218,7 +221,7 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
             let script = ScriptModel::from_json(&text)?;
             let exe = std::env::current_exe().context("locating the lionrt binary")?;
             let provider = ScriptedProvider::new(exe, scratch.path(), script);
-            supervise(&provider, &request, &store, &session).await
+            supervise(&provider, &request, &store, &session, &mut signals).await
         }
         ProviderName::Claude => {
             supervise(
@@ -226,6 +229,7 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
                 &request,
                 &store,
                 &session,
+                &mut signals,
             )
             .await
         }
@@ -235,6 +239,7 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
                 &request,
                 &store,
                 &session,
+                &mut signals,
             )
             .await
         }
@@ -244,6 +249,7 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
                 &request,
                 &store,
                 &session,
+                &mut signals,
             )
             .await
         }
@@ -253,6 +259,7 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
                 &request,
                 &store,
                 &session,
+                &mut signals,
             )
             .await
         }
@@ -266,7 +273,10 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
             ..LegReport::default()
         },
     };
-    let ok = report.exit_ok && report.saw_final && report.final_error.is_none();
+    let ok = report.exit_ok
+        && report.saw_final
+        && report.final_error.is_none()
+        && report.cancelled.is_none();
     // Completion evidence: only a probe that ran may report "nothing done";
     // a failed probe keeps the run's own verdict.
     let evidence = match &sandbox {
@@ -284,6 +294,10 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         .as_ref()
         .is_some_and(|e| e.checked && !e.has_evidence());
     let (status, reason) = match (&report.final_error, report.exit_ok) {
+        _ if report.cancelled.is_some() => (
+            "cancelled",
+            report.cancelled.unwrap_or("run.cancelled.system"),
+        ),
         _ if ok && empty => ("completed_empty", "run.completed_empty.no_evidence"),
         _ if ok => ("completed", "run.completed.ok"),
         (Some(_), true) => ("failed", "run.failed.provider_nonretryable"),
@@ -380,6 +394,24 @@ fn event_role(event: &StreamEvent) -> &'static str {
     }
 }
 
+/// SIGINT and SIGTERM, caught for the whole run: they end the leg's group
+/// (SIGTERM, grace, SIGKILL) and record the session as cancelled instead of
+/// leaving a `running` row behind. Installed before the leg is spawned, so
+/// no signal can arrive while a leg runs unwatched.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Self> {
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+            terminate: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+        })
+    }
+}
+
 /// Builds the leg from the provider's invocation, supervises it and records
 /// every parsed event as a message.
 async fn supervise<P: Provider>(
@@ -387,6 +419,7 @@ async fn supervise<P: Provider>(
     request: &AgentRequest,
     store: &Store,
     session: &str,
+    signals: &mut Signals,
 ) -> Result<LegReport>
 where
     P::Error: Send + Sync + 'static,
@@ -441,7 +474,18 @@ where
     let mut report = LegReport::default();
     let mut seq = 0u64;
     loop {
-        let events = match leg.next_event().await? {
+        let next = tokio::select! {
+            next = leg.next_event() => next?,
+            _ = signals.interrupt.recv() => {
+                report.cancelled = Some("run.cancelled.sigint");
+                break;
+            }
+            _ = signals.terminate.recv() => {
+                report.cancelled = Some("run.cancelled.sigterm");
+                break;
+            }
+        };
+        let events = match next {
             None => break,
             Some(Event::Json { value, .. }) => parser.parse_value(&value),
             Some(Event::LineTooLong { line, len }) => {
@@ -464,7 +508,11 @@ where
     let tail = parser.finish();
     record(store, session, &tail, &mut seq, &mut report).await?;
     report.resume_id = parser.resume_id().map(str::to_owned);
-    let exit = leg.wait().await?;
+    let exit = if report.cancelled.is_some() {
+        leg.end().await?
+    } else {
+        leg.wait().await?
+    };
     report.exit_ok = exit.status.success();
     report.exit_status = exit.status.to_string();
     if !report.exit_ok && report.final_error.is_none() {

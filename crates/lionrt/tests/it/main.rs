@@ -1,6 +1,7 @@
 //! End-to-end tests of the `lionrt` binary against temp databases.
 
 mod admission;
+mod cancel;
 mod plugin;
 mod run;
 mod sandbox;
