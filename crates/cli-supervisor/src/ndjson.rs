@@ -11,10 +11,11 @@ pub enum LineFormat {
     Value,
     /// Validated as JSON and kept as text ([`Event::RawJson`]), for
     /// consumers that parse into their own types; about three times as fast
-    /// as `Value` in the crate's 100 MB bench. A well-formed line is checked by a one-sided validator that
-    /// builds nothing, and only a line it is not sure of goes to
-    /// `serde_json` (which then decides, and words the error), so the
-    /// events are exactly those of validating with `serde_json` alone.
+    /// as `Value` in the crate's 100 MB bench. A well-formed line is checked
+    /// by a one-sided validator that builds nothing; only a line it is not
+    /// sure of goes to `serde_json` (which then decides, and words the
+    /// error), so the events are exactly those of validating with
+    /// `serde_json` alone.
     Raw,
 }
 
