@@ -179,13 +179,13 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
             let version = schema_version(&conn)?;
             if json {
                 out::json(
-                    &json!({"db": db, "schema_version": version, "sqlite": rusqlite_version()}),
+                    &json!({"db": db, "schema_version": version, "sqlite": state_sqlite::linked_sqlite_version()}),
                 );
             } else {
                 out::line(format!(
                     "initialised {} (schema version {version}, SQLite {})",
                     db.display(),
-                    rusqlite_version()
+                    state_sqlite::linked_sqlite_version()
                 ));
             }
             Ok(ExitCode::SUCCESS)
@@ -241,10 +241,6 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
     }
 }
 
-fn rusqlite_version() -> &'static str {
-    state_sqlite::linked_sqlite_version()
-}
-
 fn health(db: &Path, json: bool) -> Result<ExitCode> {
     let engine = ReadOnlyEngine::open(db, Duration::from_secs(5))?;
     let conn = engine.conn()?;
@@ -293,7 +289,7 @@ fn health(db: &Path, json: bool) -> Result<ExitCode> {
         sessions.push((id, status, classify_session_health(&input, &thresholds)));
     }
     let ok = integrity == "ok";
-    let sqlite = rusqlite_version();
+    let sqlite = state_sqlite::linked_sqlite_version();
     if json {
         let list: Vec<Value> = sessions
             .iter()

@@ -3,8 +3,7 @@
 use std::collections::BTreeMap;
 
 use lifecycle_core::{
-    Actor, CompatOptions, Expected, HEALTH_TERMINAL, Outcome, OutcomeKind, Reason,
-    TransitionCommand,
+    Actor, CompatOptions, Expected, Outcome, OutcomeKind, Reason, TransitionCommand,
 };
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{OptionalExtension, params_from_iter};
@@ -226,7 +225,7 @@ impl Store {
                         entity_id: end.session_id.clone(),
                     }
                 })?;
-            if HEALTH_TERMINAL.contains(&row.status.as_str()) || policy.is_terminal(&row.status) {
+            if policy.is_terminal(&row.status) {
                 let cols: Vec<(&str, SqlValue)> =
                     usage.iter().map(|(c, v)| (*c, to_sql(v))).collect();
                 set_columns(tx, &end.session_id, &cols)?;
