@@ -73,26 +73,51 @@ async fn supervised_lines(path: &Path, format: LineFormat) -> u64 {
     count
 }
 
+/// Times `timed` in each iteration, each followed by an untimed run of
+/// `other`, so that both variants of a pair see the same machine load (this
+/// matters on a shared 2-core box, where one run's neighbour is the next's).
+fn interleaved<T, O>(rt: &tokio::runtime::Runtime, iters: u64, timed: T, other: O) -> Duration
+where
+    T: AsyncFn() -> u64,
+    O: AsyncFn() -> u64,
+{
+    rt.block_on(async {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            let start = Instant::now();
+            std::hint::black_box(timed().await);
+            total += start.elapsed();
+            std::hint::black_box(other().await);
+        }
+        total
+    })
+}
+
 fn ndjson_throughput(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("stream.ndjson");
     let bytes = write_ndjson(&path);
     let rt = runtime();
+    let floor = async || floor_lines(&path, false).await;
+    let floor_value = async || floor_lines(&path, true).await;
+    let raw = async || supervised_lines(&path, LineFormat::Raw).await;
+    let value = async || supervised_lines(&path, LineFormat::Value).await;
     let mut group = c.benchmark_group("ndjson_100mb");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(30));
     group.throughput(Throughput::Bytes(bytes));
+    // Each pair: the floor and the leg, interleaved.
     group.bench_function("floor_cat_tokio_lines", |b| {
-        b.iter(|| rt.block_on(floor_lines(&path, false)))
-    });
-    group.bench_function("floor_cat_tokio_lines_serde_value", |b| {
-        b.iter(|| rt.block_on(floor_lines(&path, true)))
-    });
-    group.bench_function("leg_events", |b| {
-        b.iter(|| rt.block_on(supervised_lines(&path, LineFormat::Value)))
+        b.iter_custom(|iters| interleaved(&rt, iters, floor, raw))
     });
     group.bench_function("leg_events_raw", |b| {
-        b.iter(|| rt.block_on(supervised_lines(&path, LineFormat::Raw)))
+        b.iter_custom(|iters| interleaved(&rt, iters, raw, floor))
+    });
+    group.bench_function("floor_cat_tokio_lines_serde_value", |b| {
+        b.iter_custom(|iters| interleaved(&rt, iters, floor_value, value))
+    });
+    group.bench_function("leg_events", |b| {
+        b.iter_custom(|iters| interleaved(&rt, iters, value, floor_value))
     });
     group.finish();
 }

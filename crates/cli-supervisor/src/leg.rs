@@ -28,7 +28,20 @@ const KILL_SETTLE: Duration = Duration::from_secs(5);
 /// How long a finished leg waits for the stderr reader to reach end of file.
 const STDERR_SETTLE: Duration = Duration::from_secs(1);
 /// The stdout read buffer size.
-const READ_CHUNK: usize = 64 * 1024;
+const READ_CHUNK: usize = 256 * 1024;
+
+/// The stdout pipe capacity asked for (the kernel default is 64 KiB).
+const PIPE_CAPACITY: usize = 1024 * 1024;
+
+/// Asks the kernel for a larger stdout pipe, so a fast writer fills it in
+/// fewer, larger steps and blocks less often. Best effort: the limit is
+/// `/proc/sys/fs/pipe-max-size` and a per-user budget, and a refusal only
+/// leaves the default capacity.
+fn widen_pipe(stdout: &ChildStdout) {
+    if let Err(error) = rustix::pipe::fcntl_setpipe_size(stdout, PIPE_CAPACITY) {
+        tracing::debug!(%error, "stdout pipe keeps its default capacity");
+    }
+}
 
 /// A spawned leg: its own process group, its stdout as [`Event`]s, and a
 /// teardown that leaves nothing of the group running.
@@ -145,6 +158,9 @@ impl Leg {
         let cgroup = LegCgroup::create(&spec.containment, pid);
         let record = observe_spawned(&ProcTable, pid);
         let watchdogs = spec.effective_watchdogs();
+        if let Some(stdout) = &child.stdout {
+            widen_pipe(stdout);
+        }
         let mut leg = Self {
             stdin: child.stdin.take(),
             stdout: child.stdout.take(),
@@ -558,5 +574,34 @@ fn snapshot(tail: &Mutex<VecDeque<u8>>) -> Vec<u8> {
     match tail.lock() {
         Ok(tail) => tail.iter().copied().collect(),
         Err(poisoned) => poisoned.into_inner().iter().copied().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Leg, PIPE_CAPACITY};
+    use crate::LegSpec;
+
+    /// The kernel's default pipe capacity.
+    const DEFAULT_PIPE: usize = 64 * 1024;
+
+    #[tokio::test]
+    async fn stdout_pipe_is_widened_where_the_kernel_allows() {
+        let max: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+            .expect("pipe-max-size")
+            .trim()
+            .parse()
+            .expect("a number");
+        let leg = Leg::spawn(LegSpec::new(["sleep", "5"]))
+            .await
+            .expect("spawn");
+        let stdout = leg.stdout.as_ref().expect("stdout piped");
+        let size = rustix::pipe::fcntl_getpipe_size(stdout).expect("pipe size");
+        if max >= PIPE_CAPACITY {
+            assert!(size >= PIPE_CAPACITY, "pipe capacity {size}");
+        } else {
+            assert!(size >= DEFAULT_PIPE, "pipe capacity {size}");
+        }
+        leg.end().await.expect("end");
     }
 }

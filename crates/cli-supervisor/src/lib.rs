@@ -64,15 +64,19 @@
 //! # Performance
 //!
 //! `cargo bench -p cli-supervisor -- ndjson_100mb` reads 100 MB of ~200-byte
-//! lines from `cat` beside the floor (`cat` into a plain tokio line reader)
-//! in the same run. On a shared 2-core machine, [`LineFormat::Raw`] reached
-//! 64-72% of the floor (65.9/102.3 ms and 70.8/97.6 ms; 50-68% before its
-//! fast validator) and [`LineFormat::Value`] 24-29% (building a
-//! `serde_json::Value` costs about as much as the floor's own
-//! `floor_cat_tokio_lines_serde_value`). What is left in `Raw` is mostly the
-//! validation itself. A 1 MB stdout pipe and a 256 KB read buffer were
-//! tried and gave no measurable gain, so the pipe and 64 KB buffer stay.
-//!
+//! lines from `cat` beside the floor (`cat` into a plain tokio line reader),
+//! each run of one followed by an untimed run of the other so both see the
+//! same load. On a shared 2-core machine [`LineFormat::Raw`] reached 85% of
+//! the floor (81.3 ms vs 69.2 ms; a standalone A/B runner gave 85-92%), and
+//! [`LineFormat::Value`] 95% of a floor that also parses into
+//! `serde_json::Value` (224.8 ms vs 214.6 ms; 31% of the plain floor:
+//! building the `Value` is the cost). Three things got `Raw` there from
+//! 64-72%: the control-byte check rides on the newline search (one pass
+//! per line), long string runs are skipped with `memchr2`, and the stdout
+//! pipe is widened to 1 MiB (best effort, `F_SETPIPE_SZ`) and read 256 KiB
+//! at a time, so the writer blocks and wakes the reader less often (worth
+//! 8-10 points in an A/B run on its own).
+
 //! # Example
 //!
 //! ```

@@ -71,6 +71,8 @@ pub(crate) struct LineDecoder {
     max_line_len: usize,
     /// Bytes of an over-long line seen so far, while discarding it.
     discarding: Option<u64>,
+    /// Whether the line being assembled has a control byte (not newline).
+    control: bool,
     line: u64,
 }
 
@@ -84,6 +86,7 @@ impl LineDecoder {
             partial: Vec::new(),
             max_line_len,
             discarding: None,
+            control: false,
             line: 0,
         }
     }
@@ -106,7 +109,9 @@ impl LineDecoder {
     pub(crate) fn next_event(&mut self) -> Option<Event> {
         while self.pos < self.len {
             let start = self.pos;
-            let (end, ends_line) = match memchr::memchr(b'\n', &self.buf[start..self.len]) {
+            let (newline, control) = line_end(&self.buf[start..self.len]);
+            self.control |= control;
+            let (end, ends_line) = match newline {
                 Some(i) => (start + i, true),
                 None => (self.len, false),
             };
@@ -115,6 +120,7 @@ impl LineDecoder {
             if let Some(seen) = self.discarding.as_mut() {
                 *seen += segment_len as u64;
                 if ends_line {
+                    self.control = false;
                     let len = *seen;
                     self.discarding = None;
                     self.line += 1;
@@ -129,6 +135,7 @@ impl LineDecoder {
                 let seen = (self.partial.len() + segment_len) as u64;
                 self.partial = Vec::new();
                 if ends_line {
+                    self.control = false;
                     self.line += 1;
                     return Some(Event::LineTooLong {
                         line: self.line,
@@ -143,13 +150,14 @@ impl LineDecoder {
                 continue;
             }
             self.line += 1;
+            let control = std::mem::take(&mut self.control);
             let event = if self.partial.is_empty() {
                 // Fast path: the whole line is inside the buffer.
-                parse_line(self.format, self.line, &self.buf[start..end])
+                parse_line(self.format, self.line, &self.buf[start..end], control)
             } else {
                 self.partial.extend_from_slice(&self.buf[start..end]);
                 let line = std::mem::take(&mut self.partial);
-                parse_line(self.format, self.line, &line)
+                parse_line(self.format, self.line, &line, control)
             };
             if event.is_some() {
                 return event;
@@ -172,11 +180,46 @@ impl LineDecoder {
         }
         self.line += 1;
         let line = std::mem::take(&mut self.partial);
-        parse_line(self.format, self.line, &line)
+        let control = std::mem::take(&mut self.control);
+        parse_line(self.format, self.line, &line, control)
     }
 }
 
-fn parse_line(format: LineFormat, line: u64, bytes: &[u8]) -> Option<Event> {
+/// The offset of the first newline in `s`, and whether a control byte
+/// (below 0x20) other than a newline comes before it (anywhere in `s` if
+/// there is no newline). One pass finds the line and pre-checks it for
+/// [`LineFormat::Raw`]'s fast validator.
+fn line_end(s: &[u8]) -> (Option<usize>, bool) {
+    const CHUNK: usize = 64;
+    let mut control = false;
+    let (chunks, tail) = s.as_chunks::<CHUNK>();
+    for (k, chunk) in chunks.iter().enumerate() {
+        // A branch-free OR over the chunk vectorises; most chunks have no
+        // byte below 0x20 at all.
+        if chunk.iter().fold(0u8, |acc, &b| acc | u8::from(b < 0x20)) == 0 {
+            continue;
+        }
+        for (j, &b) in chunk.iter().enumerate() {
+            if b == b'\n' {
+                return (Some(k * CHUNK + j), control);
+            }
+            control |= b < 0x20;
+        }
+    }
+    let tail_at = chunks.len() * CHUNK;
+    for (j, &b) in tail.iter().enumerate() {
+        if b == b'\n' {
+            return (Some(tail_at + j), control);
+        }
+        control |= b < 0x20;
+    }
+    (None, control)
+}
+
+/// Decodes one line; `control` says whether it may hold a control byte
+/// other than its newline (when `false`, the fast validator skips that
+/// check).
+fn parse_line(format: LineFormat, line: u64, bytes: &[u8], control: bool) -> Option<Event> {
     let trimmed = bytes.trim_ascii();
     if trimmed.is_empty() {
         return None;
@@ -192,7 +235,12 @@ fn parse_line(format: LineFormat, line: u64, bytes: &[u8]) -> Option<Event> {
         };
         // The common well-formed line skips serde_json; anything else is
         // decided (and its error worded) by serde_json alone.
-        if validate::surely_valid(trimmed) {
+        let fast = if control {
+            validate::surely_valid(trimmed)
+        } else {
+            validate::surely_valid_without_control_bytes(trimmed)
+        };
+        if fast {
             return Some(Event::RawJson {
                 line,
                 json: text.into(),

@@ -8,7 +8,12 @@ fn decode_in_chunks(input: &[u8], max: usize, chunk: usize) -> (Vec<Event>, usiz
     decode_as(LineFormat::Value, input, max, chunk)
 }
 
-fn decode_as(format: LineFormat, input: &[u8], max: usize, chunk: usize) -> (Vec<Event>, usize) {
+pub(super) fn decode_as(
+    format: LineFormat,
+    input: &[u8],
+    max: usize,
+    chunk: usize,
+) -> (Vec<Event>, usize) {
     let chunk = chunk.max(1);
     let mut decoder = LineDecoder::new(max, format, chunk);
     let mut out = Vec::new();

@@ -8,10 +8,10 @@
 //! are exactly those of validating with `serde_json` alone; this only skips
 //! that work for the common, well-formed line.
 //!
-//! Strings are scanned 32 bytes at a time for the next quote, backslash or
-//! control byte (a loop the compiler turns into vector compares), which is
-//! what makes it faster than `serde_json` on long text fields. UTF-8 is
-//! checked by the caller beforehand.
+//! Control bytes are ruled out for the whole text in one vectorisable pass
+//! first; a string's long runs are then skipped with `memchr2` (quote or
+//! backslash), which is what makes it faster than `serde_json` on long text
+//! fields. UTF-8 is checked by the caller beforehand.
 
 /// Deeper nesting is left to `serde_json` (whose limit is 128 levels).
 pub(super) const MAX_DEPTH: u32 = 100;
@@ -19,6 +19,12 @@ pub(super) const MAX_DEPTH: u32 = 100;
 /// Whether `s` is certainly a single JSON value, optionally surrounded by
 /// JSON whitespace. `false` means "ask `serde_json`", not "invalid".
 pub(super) fn surely_valid(s: &[u8]) -> bool {
+    no_control_bytes(s) && surely_valid_without_control_bytes(s)
+}
+
+/// [`surely_valid`] for text the caller has checked to have no byte below
+/// 0x20.
+pub(super) fn surely_valid_without_control_bytes(s: &[u8]) -> bool {
     Validator { s, i: 0 }.run()
 }
 
@@ -152,24 +158,22 @@ impl Validator<'_> {
         self.eat(b':')
     }
 
-    /// A string starting at the opening quote.
+    /// A string starting at the opening quote. Control bytes were ruled
+    /// out for the whole text up front, so only a quote or a backslash
+    /// ends a plain run.
     fn string(&mut self) -> bool {
         self.i += 1;
         loop {
             let Some(rest) = self.s.get(self.i..) else {
                 return false;
             };
-            let Some(at) = find_special(rest) else {
+            let Some(at) = find_quote_or_backslash(rest) else {
                 return false;
             };
-            match rest.get(at) {
-                Some(b'"') => {
-                    self.i += at + 1;
-                    return true;
-                }
-                Some(b'\\') => self.i += at,
-                // A control byte, which serde_json refuses in a string.
-                _ => return false,
+            self.i += at;
+            if rest.get(at) == Some(&b'"') {
+                self.i += 1;
+                return true;
             }
             // A backslash: one escape. `\u` takes four hex digits; serde_json
             // does not check surrogate pairing when ignoring a value.
@@ -230,30 +234,56 @@ impl Validator<'_> {
     }
 }
 
-/// A byte that ends a plain run inside a string: quote, backslash, control.
-/// Bitwise (not short-circuit) so that a chunk of them vectorises.
+/// Runs shorter than this (keys, enum-like values) are scanned eight bytes
+/// at a time in a `u64`; a longer run goes to `memchr2`, which picks a
+/// vector implementation at run time but costs a call to get going.
+const SHORT_RUN: usize = 16;
+
+const LOW_BITS: u64 = u64::from_le_bytes([0x01; 8]);
+const HIGH_BITS: u64 = u64::from_le_bytes([0x80; 8]);
+
+/// A mask whose lowest set bit marks the first zero byte of `x` (in
+/// little-endian order). Bytes above the first zero may be marked falsely,
+/// which the lowest bit never is.
 #[inline(always)]
-fn is_special(b: u8) -> bool {
-    (b == b'"') | (b == b'\\') | (b < 0x20)
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS
 }
 
-/// The offset of the first [`is_special`] byte.
-fn find_special(s: &[u8]) -> Option<usize> {
-    const CHUNK: usize = 32;
-    let (chunks, tail) = s.as_chunks::<CHUNK>();
-    for (k, chunk) in chunks.iter().enumerate() {
-        // A branch-free OR over the chunk vectorises; the position is then
-        // found byte by byte in the one chunk that has it.
-        let hit = chunk
-            .iter()
-            .fold(0u8, |acc, &b| acc | u8::from(is_special(b)));
-        if hit != 0 {
-            let at = chunk.iter().position(|&b| is_special(b))?;
-            return Some(k * CHUNK + at);
+/// The offset of the first quote or backslash in the eight bytes `word`.
+#[inline(always)]
+fn quote_or_backslash_in(word: [u8; 8]) -> Option<usize> {
+    let v = u64::from_le_bytes(word);
+    let hits = zero_bytes(v ^ (LOW_BITS * u64::from(b'"')))
+        | zero_bytes(v ^ (LOW_BITS * u64::from(b'\\')));
+    (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
+}
+
+/// The offset of the first quote or backslash.
+fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
+    let (words, _) = s.as_chunks::<8>();
+    for (k, word) in words.iter().take(SHORT_RUN / 8).enumerate() {
+        if let Some(at) = quote_or_backslash_in(*word) {
+            return Some(k * 8 + at);
         }
     }
-    let at = tail.iter().position(|&b| is_special(b))?;
-    Some(chunks.len() * CHUNK + at)
+    let scanned = words.len().min(SHORT_RUN / 8) * 8;
+    let rest = s.get(scanned..)?;
+    memchr::memchr2(b'"', b'\\', rest).map(|at| scanned + at)
+}
+
+/// Whether `s` has no byte below 0x20. Such a byte is legal JSON only as
+/// whitespace between tokens (tab, CR), which this validator leaves to
+/// `serde_json` anyway, so one vectorisable pass over the whole text takes
+/// the control-byte check out of the string scan.
+fn no_control_bytes(s: &[u8]) -> bool {
+    const CHUNK: usize = 64;
+    let (chunks, tail) = s.as_chunks::<CHUNK>();
+    // A branch-free minimum over each chunk vectorises.
+    chunks
+        .iter()
+        .all(|chunk| chunk.iter().fold(u8::MAX, |m, &b| m.min(b)) >= 0x20)
+        && tail.iter().all(|&b| b >= 0x20)
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::{MAX_DEPTH, surely_valid};
-use crate::ndjson::{Event, LineFormat, parse_line};
+use crate::ndjson::tests::decode_as;
+use crate::ndjson::{Event, LineFormat};
 
 fn serde_accepts(s: &[u8]) -> bool {
     serde_json::from_slice::<IgnoredAny>(s).is_ok()
@@ -37,6 +38,33 @@ fn reference_event(line: u64, bytes: &[u8]) -> Option<Event> {
     })
 }
 
+/// The events of `LineFormat::Raw` over `input`, validated by serde_json
+/// alone, line by line.
+fn reference_events(input: &[u8]) -> Vec<Event> {
+    let mut events = Vec::new();
+    for (k, line) in input.split(|&b| b == b'\n').enumerate() {
+        events.extend(reference_event(k as u64 + 1, line));
+    }
+    events
+}
+
+/// `LineFormat::Raw` through the decoder, read in pieces of several sizes
+/// (so lines also arrive split across reads), agrees with the reference.
+fn assert_raw_events_agree(input: &[u8]) -> Result<(), TestCaseError> {
+    let expected = reference_events(input);
+    for chunk in [1, 7, 64, 4096] {
+        let (events, _) = decode_as(LineFormat::Raw, input, 1 << 20, chunk);
+        prop_assert_eq!(
+            &events,
+            &expected,
+            "read in pieces of {}: {:?}",
+            chunk,
+            String::from_utf8_lossy(input)
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn edge_cases_agree_with_serde_json() {
     let deep_ok = format!(
@@ -46,6 +74,13 @@ fn edge_cases_agree_with_serde_json() {
     );
     let too_deep = format!("[{deep_ok}]");
     let serde_limit = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    // Long strings go past the short byte-by-byte run to memchr2 and past
+    // one 64-byte chunk of the control-byte pass.
+    let long = "y".repeat(100);
+    let long_ok = format!(r#"{{"k":"{long}\n{long}\u00e9{long}","z":1}}"#);
+    let long_control = format!("{{\"k\":\"{long}\u{1f}{long}\"}}");
+    let long_bad_escape = format!(r#"{{"k":"{long}\x{long}"}}"#);
+    let long_unterminated = format!(r#"{{"k":"{long}"#);
     // (text, the fast path must take it)
     let cases: &[(&str, bool)] = &[
         (r#"{"type":"delta","i":1,"text":"xx"}"#, true),
@@ -60,6 +95,10 @@ fn edge_cases_agree_with_serde_json() {
         ("123", true),
         ("null", true),
         (&deep_ok, true),
+        (&long_ok, true),
+        (&long_control, false),
+        (&long_bad_escape, false),
+        (&long_unterminated, false),
         // Left to serde_json, which accepts them.
         ("{\"a\":\t1}", false),
         ("[1,\r2]", false),
@@ -110,11 +149,12 @@ fn edge_cases_agree_with_serde_json() {
                 "accepted what serde refuses: {text:?}"
             );
         }
-        assert_eq!(
-            parse_line(LineFormat::Raw, 7, bytes),
-            reference_event(7, bytes),
-            "{text:?}"
-        );
+        assert_raw_events_agree(bytes).expect("agrees");
+        // The same line among others, with CRLF endings and a tab before it.
+        let mut stream = b"{}\r\n\t".to_vec();
+        stream.extend_from_slice(bytes);
+        stream.extend_from_slice(b"\r\n[1]\n");
+        assert_raw_events_agree(&stream).expect("agrees in a stream");
     }
 }
 
@@ -150,7 +190,7 @@ proptest! {
             if surely_valid(input) {
                 prop_assert!(serde_accepts(input), "{:?}", String::from_utf8_lossy(input));
             }
-            prop_assert_eq!(parse_line(LineFormat::Raw, 1, input), reference_event(1, input));
+            assert_raw_events_agree(input)?;
         }
     }
 
@@ -164,9 +204,10 @@ proptest! {
         // The spacing can land inside a string; it stays valid either way.
         prop_assert!(serde_accepts(spaced.as_bytes()));
         prop_assert!(surely_valid(spaced.as_bytes()), "{}", spaced);
+        let (events, _) = decode_as(LineFormat::Raw, compact.as_bytes(), 1 << 20, 4096);
         prop_assert_eq!(
-            parse_line(LineFormat::Raw, 3, compact.as_bytes()),
-            Some(Event::RawJson { line: 3, json: compact.as_str().into() })
+            events,
+            vec![Event::RawJson { line: 1, json: compact.as_str().into() }]
         );
     }
 }
