@@ -3,7 +3,12 @@
 //! [`ClaudeCodeRequest`] declares one flag kind per CLI-mappable field
 //! ([`CLAUDE_FLAGS`]) and argv is built from that metadata alone.
 //! `mcp_servers` is `None` by default and emits nothing; `Some({})` emits
-//! `--mcp-config {"mcpServers":{}}`, forcing zero servers. Write-target
+//! `--mcp-config {"mcpServers":{}}`, forcing zero servers. A set whose
+//! servers carry `env` or `headers` never goes on argv (readable by any
+//! local user through `/proc`): it is written owner-only to
+//! `mcp_config_dir`/[`MCP_CONFIG_FILE`] (an [`Invocation`] file) and
+//! `--mcp-config` gets the path; without `mcp_config_dir` such a request is
+//! refused. Debug and serde render the set redacted. Write-target
 //! paths (`system_prompt_file`, `append_system_prompt_file`, `mcp_config`,
 //! `settings`) must stay inside the workspace; `add_dir` is exempt (an
 //! absolute `add_dir` is an intentional read-only grant).
@@ -29,6 +34,8 @@
 //! ```
 //!
 //! Features: none.
+//!
+//! [`Invocation`]: providers_core::Invocation
 
 mod error;
 mod parser;
@@ -38,4 +45,4 @@ mod request;
 pub use error::Error;
 pub use parser::ClaudeParser;
 pub use provider::ClaudeProvider;
-pub use request::{CLAUDE_FLAGS, ClaudeCodeRequest};
+pub use request::{CLAUDE_FLAGS, ClaudeCodeRequest, MCP_CONFIG_FILE};

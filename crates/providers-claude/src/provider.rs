@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use providers_core::{AgentRequest, CliFields, Invocation, Provider, Stdin};
+use providers_core::{AgentRequest, CliFields, Invocation, PrivateFile, Provider, Stdin};
 
 use crate::error::Error;
 use crate::parser::ClaudeParser;
@@ -46,7 +46,17 @@ impl ClaudeProvider {
         argv.extend(req.cli_args()?);
         argv.push("--".into());
         argv.push(req.prompt.clone());
+        // `cli_args` refused a secret-bearing set without a directory, so
+        // both are present together here.
+        let files = match (req.private_mcp_config(), req.private_mcp_config_path()) {
+            (Some(config), Some(path)) => vec![PrivateFile {
+                path,
+                contents: config.to_string(),
+            }],
+            _ => Vec::new(),
+        };
         Ok(Invocation {
+            files,
             argv,
             cwd: req.workspace.clone(),
             stdin: Stdin::Null,
@@ -55,7 +65,6 @@ impl ClaudeProvider {
                 .as_ref()
                 .map(|e| e.vars().clone())
                 .unwrap_or_default(),
-            ..Invocation::default()
         })
     }
 }

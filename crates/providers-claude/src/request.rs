@@ -3,12 +3,17 @@
 use std::path::{Component, Path, PathBuf};
 
 use providers_core::{
-    AgentRequest, ChildEnv, CliCall, CliFields, FlagKind, FlagSpec, FlagValue, Kwargs, OnSpawn,
+    AgentRequest, ChildEnv, CliCall, CliFields, FlagKind, FlagSpec, FlagValue, Kwargs, McpServers,
+    OnSpawn, build_declarative_cli_args,
 };
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::error::Error;
+
+/// The file a secret-bearing `mcp_servers` set is written to, inside
+/// [`ClaudeCodeRequest::mcp_config_dir`].
+pub const MCP_CONFIG_FILE: &str = "lionrt-mcp.json";
 
 /// Every CLI-mappable field, in argv order. Building argv reads only this.
 pub const CLAUDE_FLAGS: &[FlagSpec] = &[
@@ -97,8 +102,16 @@ pub struct ClaudeCodeRequest {
     /// `--mcp-config <path>` (relative, contained in the repository).
     pub mcp_config: Option<PathBuf>,
     /// `--mcp-config {"mcpServers":...}`. `None` emits nothing; `Some({})`
-    /// forces zero servers.
-    pub mcp_servers: Option<Map<String, Value>>,
+    /// forces zero servers. A set whose servers carry `env` or headers
+    /// ([`McpServers::carries_secrets`]) never goes on argv (any local user
+    /// can read a process's argv): it is written to an owner-only file in
+    /// `mcp_config_dir` and `--mcp-config` gets that file's path. Debug and
+    /// serde render the set redacted.
+    pub mcp_servers: Option<McpServers>,
+    /// Where a secret-bearing `mcp_servers` set is written
+    /// ([`MCP_CONFIG_FILE`], mode 0600); required when the set carries
+    /// secrets, unused otherwise.
+    pub mcp_config_dir: Option<PathBuf>,
     /// `--strict-mcp-config`.
     pub strict_mcp_config: bool,
     /// `--settings` (contained in the repository).
@@ -150,6 +163,35 @@ impl CliFields for ClaudeCodeRequest {
         CLAUDE_FLAGS
     }
 
+    /// As the default, except for a secret-bearing `mcp_servers` set: in
+    /// its place `--mcp-config` gets the path of the owner-only file the
+    /// invocation writes, and without an `mcp_config_dir` the request is
+    /// refused (the set may go neither on argv nor away).
+    fn cli_args(&self) -> Result<Vec<String>, providers_core::Error> {
+        let by_file = match self.private_mcp_config() {
+            None => None,
+            Some(_) => Some(self.private_mcp_config_path().ok_or_else(|| {
+                providers_core::Error::InvalidRequest(
+                    "mcp_servers with env or headers need mcp_config_dir (never passed on argv)"
+                        .into(),
+                )
+            })?),
+        };
+        let mut argv = Vec::new();
+        for spec in self.flag_specs() {
+            match &by_file {
+                Some(path) if spec.field == "mcp_servers" => {
+                    argv.push(spec.flag.to_owned());
+                    argv.push(path.to_string_lossy().into_owned());
+                }
+                _ => argv.extend(build_declarative_cli_args(&[*spec], |f| {
+                    self.flag_value(f)
+                })?),
+            }
+        }
+        Ok(argv)
+    }
+
     fn flag_value(&self, field: &str) -> Option<FlagValue> {
         match field {
             "model" => str_value(&self.model),
@@ -172,10 +214,13 @@ impl CliFields for ClaudeCodeRequest {
             }
             "mcp_config" => path_value(&self.mcp_config),
             // A presence check, not truthiness: `{}` still emits the flag.
+            // A set with secrets has no inline value: `cli_args` passes it
+            // by file.
             "mcp_servers" => self
                 .mcp_servers
                 .as_ref()
-                .map(|s| FlagValue::Json(json!({ "mcpServers": s }))),
+                .filter(|servers| !servers.carries_secrets())
+                .map(|servers| FlagValue::Json(json!({ "mcpServers": servers.as_map() }))),
             "strict_mcp_config" => Some(FlagValue::Bool(self.strict_mcp_config)),
             "settings" => path_value(&self.settings),
             "setting_sources" => str_value(&self.setting_sources),
@@ -195,6 +240,22 @@ impl CliFields for ClaudeCodeRequest {
 }
 
 impl ClaudeCodeRequest {
+    /// The `{"mcpServers": ...}` document for a secret-bearing set, which
+    /// the leg gets by file; `None` when the set (if any) has no secrets.
+    pub fn private_mcp_config(&self) -> Option<Value> {
+        self.mcp_servers
+            .as_ref()
+            .filter(|servers| servers.carries_secrets())
+            .map(|servers| json!({ "mcpServers": servers.as_map() }))
+    }
+
+    /// Where [`ClaudeCodeRequest::private_mcp_config`] is written.
+    pub fn private_mcp_config_path(&self) -> Option<PathBuf> {
+        self.mcp_config_dir
+            .as_ref()
+            .map(|dir| dir.join(MCP_CONFIG_FILE))
+    }
+
     /// Builds the request from a provider-neutral one; every kwarg must be
     /// a known field of the right shape.
     pub fn from_agent_request(req: &AgentRequest) -> Result<Self, Error> {
@@ -219,7 +280,8 @@ impl ClaudeCodeRequest {
             disallowed_tools: k.strings("disallowed_tools")?,
             add_dir: paths("add_dir")?,
             mcp_config: path("mcp_config")?,
-            mcp_servers: k.object("mcp_servers")?,
+            mcp_servers: k.object("mcp_servers")?.map(McpServers::from),
+            mcp_config_dir: path("mcp_config_dir")?,
             strict_mcp_config: k.bool("strict_mcp_config")?.unwrap_or(false),
             settings: path("settings")?,
             setting_sources: k.string("setting_sources")?,

@@ -61,7 +61,7 @@ impl CodexProvider {
         let mut files = Vec::new();
         if let Some(servers) = &req.mcp_servers {
             let plan = codex_mcp_overrides(
-                servers,
+                servers.as_map(),
                 req.mcp_exclusive,
                 &req.configured_mcp_servers,
                 MCP_PROFILE,

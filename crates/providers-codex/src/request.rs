@@ -4,10 +4,9 @@ use std::path::PathBuf;
 
 use providers_core::{
     AgentRequest, ChildEnv, CliCall, CliFields, Effort, FlagKind, FlagSpec, FlagValue, Kwargs,
-    MCP_EXCLUSIVE_KEY, MCP_SERVERS_KEY, OnSpawn,
+    MCP_EXCLUSIVE_KEY, MCP_SERVERS_KEY, McpServers, OnSpawn,
 };
 use serde::{Serialize, Serializer};
-use serde_json::{Map, Value};
 
 use crate::error::Error;
 
@@ -70,7 +69,9 @@ pub struct CodexRequest {
     /// The thread to resume (`exec resume <id>`).
     pub resume: Option<String>,
     /// A forwarded MCP server set (`None`: leave codex's own config alone).
-    pub mcp_servers: Option<Map<String, Value>>,
+    /// Its `env` and `http_headers` go to an owner-only profile file, never
+    /// argv; Debug and serde render the set redacted.
+    pub mcp_servers: Option<McpServers>,
     /// The forwarded set is the whole set.
     pub mcp_exclusive: bool,
     /// Servers codex's own config would load (disabled by name when
@@ -142,7 +143,7 @@ impl CodexRequest {
             add_dir: k.strings("add_dir")?,
             config: k.strings("config")?,
             resume: req.resume.clone(),
-            mcp_servers: k.object(MCP_SERVERS_KEY)?,
+            mcp_servers: k.object(MCP_SERVERS_KEY)?.map(McpServers::from),
             mcp_exclusive: k.bool(MCP_EXCLUSIVE_KEY)?.unwrap_or(false),
             configured_mcp_servers: k.strings("configured_mcp_servers")?,
             mcp_profile_dir: k.string("mcp_profile_dir")?.map(PathBuf::from),

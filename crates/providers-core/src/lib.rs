@@ -94,9 +94,9 @@ pub use flags::{
 };
 pub use kwargs::Kwargs;
 pub use mcp::{
-    CODEX_SECRET_FIELDS, CodexMcpPlan, ForwardedMcp, MCP_EXCLUSIVE_KEY, MCP_SERVERS_KEY,
-    STRICT_MCP_CONFIG_KEY, apply_forwarded_mcp_servers, codex_mcp_overrides,
-    provider_accepts_forwarded_mcp,
+    CODEX_SECRET_FIELDS, CodexMcpPlan, ForwardedMcp, MCP_EXCLUSIVE_KEY, MCP_SECRET_FIELDS,
+    MCP_SERVERS_KEY, McpServers, REDACTED, STRICT_MCP_CONFIG_KEY, apply_forwarded_mcp_servers,
+    codex_mcp_overrides, provider_accepts_forwarded_mcp,
 };
 pub use model::{
     CallGuard, CircuitBreaker, Close, DEFAULT_RATE_LIMIT, Executor, Model, ModelManager,

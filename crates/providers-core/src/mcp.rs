@@ -14,6 +14,144 @@ pub const STRICT_MCP_CONFIG_KEY: &str = "strict_mcp_config";
 /// The Codex kwargs key `exclusive` sets.
 pub const MCP_EXCLUSIVE_KEY: &str = "mcp_exclusive";
 
+/// Server-config fields whose values may be secrets (environment values,
+/// HTTP headers such as `Authorization`). [`McpServers`] never renders
+/// them, and no provider puts them on argv.
+pub const MCP_SECRET_FIELDS: [&str; 3] = ["env", "headers", "http_headers"];
+
+/// What a redacted secret value renders as.
+pub const REDACTED: &str = "<redacted>";
+
+/// An MCP server set as a request carries it: server name to its config
+/// object (`command`, `args`, `url`, `env`, `headers`, ...).
+///
+/// The configs may hold secrets, so `Debug` and `Serialize` render the
+/// set redacted: under every [`MCP_SECRET_FIELDS`] field the keys stay
+/// (variable and header names are not secret) and every value becomes
+/// [`REDACTED`]. Read the real set with [`McpServers::as_map`] (or through
+/// `Deref`) where the leg is built.
+///
+/// ```
+/// use providers_core::McpServers;
+/// use serde_json::json;
+///
+/// let servers = McpServers::try_from(json!({
+///     "github": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_secret"}}
+/// }))?;
+/// assert!(servers.carries_secrets());
+/// let shown = format!("{servers:?} {}", serde_json::to_string(&servers)?);
+/// assert!(!shown.contains("ghp_secret"));
+/// assert!(shown.contains("GITHUB_TOKEN") && shown.contains("gh-mcp"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default, PartialEq)]
+pub struct McpServers(Map<String, Value>);
+
+impl McpServers {
+    /// The set as given, secrets included.
+    pub fn as_map(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
+    /// The set as given, secrets included.
+    pub fn into_map(self) -> Map<String, Value> {
+        self.0
+    }
+
+    /// Whether any server has a secret field with something in it. A
+    /// field that is present but not an object counts (it is not known to
+    /// be empty).
+    pub fn carries_secrets(&self) -> bool {
+        self.0.values().any(|config| {
+            let Value::Object(fields) = config else {
+                return false;
+            };
+            MCP_SECRET_FIELDS
+                .iter()
+                .any(|field| match fields.get(*field) {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Object(entries)) => !entries.is_empty(),
+                    Some(_) => true,
+                })
+        })
+    }
+
+    /// The set with every secret value replaced by [`REDACTED`].
+    pub fn redacted(&self) -> Map<String, Value> {
+        let mut out = self.0.clone();
+        for config in out.values_mut() {
+            let Value::Object(fields) = config else {
+                continue;
+            };
+            for field in MCP_SECRET_FIELDS {
+                match fields.get_mut(field) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Object(entries)) => {
+                        for value in entries.values_mut() {
+                            *value = Value::String(REDACTED.into());
+                        }
+                    }
+                    Some(other) => *other = Value::String(REDACTED.into()),
+                }
+            }
+        }
+        out
+    }
+}
+
+impl From<Map<String, Value>> for McpServers {
+    fn from(map: Map<String, Value>) -> Self {
+        Self(map)
+    }
+}
+
+impl TryFrom<Value> for McpServers {
+    type Error = Error;
+
+    /// Accepts a JSON object; anything else is
+    /// [`Error::InvalidRequest`] (naming the kind, never the value).
+    fn try_from(value: Value) -> Result<Self, Error> {
+        match value {
+            Value::Object(map) => Ok(Self(map)),
+            other => Err(Error::InvalidRequest(format!(
+                "mcp servers must be an object, got {}",
+                json_kind(&other)
+            ))),
+        }
+    }
+}
+
+impl std::ops::Deref for McpServers {
+    type Target = Map<String, Value>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("McpServers").field(&self.redacted()).finish()
+    }
+}
+
+impl serde::Serialize for McpServers {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.redacted().serialize(serializer)
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// A resolved MCP server set to hand to a CLI leg.
 #[derive(Clone, PartialEq, Default)]
 pub struct ForwardedMcp {
@@ -140,6 +278,13 @@ pub fn codex_mcp_overrides(
                 field: field.clone(),
             };
             if !is_bare_key(field) {
+                return Err(bad());
+            }
+            // A secret field codex does not take (Claude's `headers`) would
+            // otherwise land on argv as an override: refused instead.
+            if MCP_SECRET_FIELDS.contains(&field.as_str())
+                && !CODEX_SECRET_FIELDS.contains(&field.as_str())
+            {
                 return Err(bad());
             }
             if CODEX_SECRET_FIELDS.contains(&field.as_str()) {

@@ -85,7 +85,7 @@ fn full() -> ClaudeCodeRequest {
         disallowed_tools: vec!["Write".into()],
         add_dir: vec!["/abs".into()],
         mcp_config: Some(".mcp.json".into()),
-        mcp_servers: Some(Map::new()),
+        mcp_servers: Some(Map::new().into()),
         strict_mcp_config: true,
         settings: Some(".claude/settings.json".into()),
         setting_sources: Some("user,project".into()),
@@ -227,7 +227,7 @@ fn mcp_servers_unset_emits_no_flag() {
 fn mcp_servers_empty_forces_zero_servers() {
     // contract: PRV-059
     let r = ClaudeCodeRequest {
-        mcp_servers: Some(Map::new()),
+        mcp_servers: Some(Map::new().into()),
         ..req()
     };
     let a = argv(&r);

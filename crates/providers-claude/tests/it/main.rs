@@ -3,5 +3,6 @@
 
 mod argv;
 mod first_output;
+mod mcp;
 mod parse;
 mod runtime;

@@ -164,6 +164,34 @@ fn mcp_env_and_headers_go_to_an_owner_only_profile_never_argv() {
 }
 
 #[test]
+fn request_renderings_redact_mcp_env_and_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = agent("p");
+    apply_forwarded_mcp_servers("codex", &mut a.kwargs, &forwarded(false));
+    a.kwargs.insert(
+        "mcp_profile_dir".into(),
+        json!(dir.path().to_string_lossy()),
+    );
+    let req = CodexRequest::from_agent_request(&a).unwrap();
+    let dump = serde_json::to_value(&req).unwrap();
+    assert_eq!(
+        dump["mcp_servers"]["github"]["env"],
+        json!({"GITHUB_TOKEN": "<redacted>"})
+    );
+    assert_eq!(
+        dump["mcp_servers"]["docs"]["http_headers"],
+        json!({"Authorization": "<redacted>"})
+    );
+    for text in [format!("{req:?}"), format!("{req:#?}"), dump.to_string()] {
+        assert!(!text.contains("SECRET"), "{text}");
+        assert!(
+            text.contains("GITHUB_TOKEN") && text.contains("npx"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn exclusive_disables_every_other_configured_server() {
     // contract: PRV-095
     let dir = tempfile::tempdir().unwrap();

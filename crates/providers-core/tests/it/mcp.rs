@@ -1,7 +1,8 @@
 //! MCP server set forwarding.
 
 use providers_core::{
-    ForwardedMcp, apply_forwarded_mcp_servers, codex_mcp_overrides, provider_accepts_forwarded_mcp,
+    ForwardedMcp, McpServers, REDACTED, apply_forwarded_mcp_servers, codex_mcp_overrides,
+    provider_accepts_forwarded_mcp,
 };
 use serde_json::{Map, Value, json};
 
@@ -141,6 +142,19 @@ fn codex_secrets_go_to_the_profile_never_argv() {
 }
 
 #[test]
+fn codex_refuses_claude_style_headers_rather_than_put_them_on_argv() {
+    let set = servers(json!({
+        "remote": {"url": "https://mcp.example/x", "headers": {"Authorization": "Bearer SECRET_HDR"}}
+    }));
+    let err = codex_mcp_overrides(&set, false, &[], "lionrt").expect_err("refused");
+    let text = format!("{err} {err:?}");
+    assert!(
+        text.contains("headers") && !text.contains("SECRET"),
+        "{text}"
+    );
+}
+
+#[test]
 fn codex_refuses_names_that_could_inject_keys() {
     for bad in ["a.b", "x=y", "", "sp ace"] {
         let set = servers(json!({ bad: {"command": "x"} }));
@@ -154,4 +168,52 @@ fn codex_refuses_names_that_could_inject_keys() {
         codex_mcp_overrides(&set, false, &[], "p").is_err(),
         "non-string env value"
     );
+}
+
+#[test]
+fn mcp_servers_knows_which_sets_carry_secrets() {
+    let set = |v: Value| McpServers::from(servers(v));
+    assert!(!set(json!({})).carries_secrets());
+    assert!(!set(json!({"a": {"command": "x", "args": ["--token-file", "t"]}})).carries_secrets());
+    // Empty or null secret fields carry nothing.
+    assert!(!set(json!({"a": {"env": {}, "headers": null, "http_headers": {}}})).carries_secrets());
+    assert!(set(json!({"a": {"env": {"K": "v"}}})).carries_secrets());
+    assert!(set(json!({"a": {}, "b": {"headers": {"Authorization": "t"}}})).carries_secrets());
+    assert!(set(json!({"a": {"http_headers": {"X-Key": "t"}}})).carries_secrets());
+    // A secret field of an unexpected shape is not known to be empty.
+    assert!(set(json!({"a": {"env": "K=v"}})).carries_secrets());
+    assert!(set(json!({"a": {"headers": ["Authorization: t"]}})).carries_secrets());
+}
+
+#[test]
+fn mcp_servers_render_redacted_in_debug_and_serde() {
+    let set = McpServers::from(servers(json!({
+        "gh": {"command": "gh-mcp", "env": {"GH_TOKEN": "s3cr3t-env"}},
+        "web": {"url": "https://x", "headers": {"Authorization": "s3cr3t-hdr"}, "http_headers": "s3cr3t-raw"}
+    })));
+    let dump = serde_json::to_value(&set).expect("serialise");
+    assert_eq!(
+        dump,
+        json!({
+            "gh": {"command": "gh-mcp", "env": {"GH_TOKEN": REDACTED}},
+            "web": {"url": "https://x", "headers": {"Authorization": REDACTED}, "http_headers": REDACTED}
+        })
+    );
+    for text in [format!("{set:?}"), format!("{set:#?}"), dump.to_string()] {
+        assert!(!text.contains("s3cr3t"), "{text}");
+    }
+    // The real set is still there for the leg.
+    assert_eq!(set.as_map()["gh"]["env"]["GH_TOKEN"], "s3cr3t-env");
+    assert_eq!(set.clone().into_map()["web"]["http_headers"], "s3cr3t-raw");
+}
+
+#[test]
+fn mcp_servers_from_a_non_object_names_the_kind_only() {
+    let err = McpServers::try_from(json!("s3cr3t")).expect_err("not an object");
+    let text = format!("{err} {err:?}");
+    assert!(
+        text.contains("a string") && !text.contains("s3cr3t"),
+        "{text}"
+    );
+    assert!(McpServers::try_from(json!({"a": {}})).is_ok());
 }
