@@ -7,6 +7,9 @@
 //!   show, run against [`MemoryStore`] here and against the SQLite store in
 //!   `state-sqlite`'s tests, so a future PostgreSQL store inherits the same
 //!   suite.
+//! - [`runtime_only`]: the leak suite for a CLI request's runtime-only
+//!   `env` and `on_spawn`, run by each provider crate against its own
+//!   request type through [`runtime_only::RuntimeOnlyCase`].
 //!
 //! ```
 //! test_support::lifecycle_store_contract(test_support::MemoryStore::default);
@@ -16,6 +19,7 @@
 
 mod contract;
 mod memory;
+pub mod runtime_only;
 
 pub use contract::lifecycle_store_contract;
 pub use memory::{MemoryStore, MemoryStoreError};
