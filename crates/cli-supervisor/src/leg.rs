@@ -30,7 +30,13 @@ const STDERR_SETTLE: Duration = Duration::from_secs(1);
 /// The stdout read buffer size.
 const READ_CHUNK: usize = 256 * 1024;
 
-/// The stdout pipe capacity asked for (the kernel default is 64 KiB).
+/// The stdout pipe capacity asked for (the kernel default is 64 KiB). Each
+/// leg spends 256 pages of the user's pipe budget (`pipe-user-pages-soft`,
+/// 16384 by default): past it the kernel refuses the widening (the leg
+/// keeps 64 KiB) and gives the user's new pipes a minimal buffer, so an
+/// unprivileged user running ~60 legs at once reaches it. 256 KiB won a
+/// standalone A/B runner but lost in the criterion bench; revisit on a
+/// quieter machine.
 const PIPE_CAPACITY: usize = 1024 * 1024;
 
 /// Asks the kernel for a larger stdout pipe, so a fast writer fills it in
