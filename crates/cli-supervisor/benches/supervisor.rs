@@ -40,7 +40,9 @@ fn write_ndjson(path: &Path) -> u64 {
     written
 }
 
-async fn floor_lines(path: &Path, parse: bool) -> u64 {
+/// Time to read every line through `cat` and a plain tokio line reader.
+async fn floor_lines(path: &Path, parse: bool) -> Duration {
+    let start = Instant::now();
     let mut child = tokio::process::Command::new("cat")
         .arg(path)
         .stdout(Stdio::piped())
@@ -57,10 +59,13 @@ async fn floor_lines(path: &Path, parse: bool) -> u64 {
         count += 1;
     }
     child.wait().await.expect("wait cat");
-    count
+    std::hint::black_box(count);
+    start.elapsed()
 }
 
-async fn supervised_lines(path: &Path, format: LineFormat) -> u64 {
+/// Time to read every line as events of a supervised leg running `cat`.
+async fn supervised_lines(path: &Path, format: LineFormat) -> Duration {
+    let start = Instant::now();
     let mut spec = LegSpec::new([Path::new("cat").as_os_str(), path.as_os_str()]);
     spec.line_format = format;
     let mut leg = Leg::spawn(spec).await.expect("spawn leg");
@@ -70,24 +75,24 @@ async fn supervised_lines(path: &Path, format: LineFormat) -> u64 {
         count += 1;
     }
     leg.wait().await.expect("wait leg");
-    count
+    std::hint::black_box(count);
+    start.elapsed()
 }
 
-/// Times `timed` in each iteration, each followed by an untimed run of
-/// `other`, so that both variants of a pair see the same machine load (this
-/// matters on a shared 2-core box, where one run's neighbour is the next's).
+/// Sums what `timed` reports in each iteration, each followed by a run of
+/// `other` whose report is dropped, so that both variants of a pair see the
+/// same machine load (this matters on a shared 2-core box, where one run's
+/// neighbour is the next's).
 fn interleaved<T, O>(rt: &tokio::runtime::Runtime, iters: u64, timed: T, other: O) -> Duration
 where
-    T: AsyncFn() -> u64,
-    O: AsyncFn() -> u64,
+    T: AsyncFn() -> Duration,
+    O: AsyncFn() -> Duration,
 {
     rt.block_on(async {
         let mut total = Duration::ZERO;
         for _ in 0..iters {
-            let start = Instant::now();
-            std::hint::black_box(timed().await);
-            total += start.elapsed();
-            std::hint::black_box(other().await);
+            total += timed().await;
+            other().await;
         }
         total
     })
@@ -158,34 +163,14 @@ async fn leg_first_event() -> Duration {
     elapsed
 }
 
-/// Both variants run in every iteration (so both see the same machine
-/// load, which matters on a shared 2-core box); each function times one.
 fn spawn_to_first_event(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("spawn_to_first_event");
     group.bench_function("floor_tokio_spawn_read_line", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += floor_first_line().await;
-                    leg_first_event().await;
-                }
-                total
-            })
-        })
+        b.iter_custom(|iters| interleaved(&rt, iters, floor_first_line, leg_first_event))
     });
     group.bench_function("leg_spawn_first_event", |b| {
-        b.iter_custom(|iters| {
-            rt.block_on(async {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    floor_first_line().await;
-                    total += leg_first_event().await;
-                }
-                total
-            })
-        })
+        b.iter_custom(|iters| interleaved(&rt, iters, leg_first_event, floor_first_line))
     });
     group.finish();
 }

@@ -66,7 +66,7 @@
 //! `cargo bench -p cli-supervisor -- ndjson_100mb` reads 100 MB of ~200-byte
 //! lines from `cat` beside the floor (`cat` into a plain tokio line reader),
 //! each run of one followed by an untimed run of the other so both see the
-//! same load. On a shared 2-core machine [`LineFormat::Raw`] reached 85% of
+//! same load. On a shared 2-core machine [`LineFormat::Raw`] reached 84-85% of
 //! the floor (81.3 ms vs 69.2 ms; a standalone A/B runner gave 85-92%), and
 //! [`LineFormat::Value`] 95% of a floor that also parses into
 //! `serde_json::Value` (224.8 ms vs 214.6 ms; 31% of the plain floor:
@@ -75,8 +75,9 @@
 //! per line), long string runs are skipped with `memchr2`, and the stdout
 //! pipe is widened to 1 MiB (best effort, `F_SETPIPE_SZ`) and read 256 KiB
 //! at a time, so the writer blocks and wakes the reader less often (worth
-//! 8-10 points in an A/B run on its own).
-
+//! 8-10 points in an A/B run on its own). A later run on a noisier
+//! machine gave 74% (92.9 ms vs 68.9 ms).
+//!
 //! # Example
 //!
 //! ```

@@ -190,13 +190,12 @@ impl LineDecoder {
 /// there is no newline). One pass finds the line and pre-checks it for
 /// [`LineFormat::Raw`]'s fast validator.
 fn line_end(s: &[u8]) -> (Option<usize>, bool) {
-    const CHUNK: usize = 64;
+    const CHUNK: usize = CONTROL_CHUNK;
     let mut control = false;
     let (chunks, tail) = s.as_chunks::<CHUNK>();
     for (k, chunk) in chunks.iter().enumerate() {
-        // A branch-free OR over the chunk vectorises; most chunks have no
-        // byte below 0x20 at all.
-        if chunk.iter().fold(0u8, |acc, &b| acc | u8::from(b < 0x20)) == 0 {
+        // Most chunks have no byte below 0x20 at all.
+        if !chunk_has_control(chunk) {
             continue;
         }
         for (j, &b) in chunk.iter().enumerate() {
@@ -214,6 +213,15 @@ fn line_end(s: &[u8]) -> (Option<usize>, bool) {
         control |= b < 0x20;
     }
     (None, control)
+}
+
+/// The chunk size of the control-byte scans.
+const CONTROL_CHUNK: usize = 64;
+
+/// Whether `chunk` has a byte below 0x20 (a control byte, newline
+/// included). Branch-free, so it vectorises.
+fn chunk_has_control(chunk: &[u8; CONTROL_CHUNK]) -> bool {
+    chunk.iter().fold(0u8, |acc, &b| acc | u8::from(b < 0x20)) != 0
 }
 
 /// Decodes one line; `control` says whether it may hold a control byte

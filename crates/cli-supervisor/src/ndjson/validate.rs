@@ -13,6 +13,8 @@
 //! backslash), which is what makes it faster than `serde_json` on long text
 //! fields. UTF-8 is checked by the caller beforehand.
 
+use super::{CONTROL_CHUNK, chunk_has_control};
+
 /// Deeper nesting is left to `serde_json` (whose limit is 128 levels).
 pub(super) const MAX_DEPTH: u32 = 100;
 
@@ -277,13 +279,8 @@ fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
 /// `serde_json` anyway, so one vectorisable pass over the whole text takes
 /// the control-byte check out of the string scan.
 fn no_control_bytes(s: &[u8]) -> bool {
-    const CHUNK: usize = 64;
-    let (chunks, tail) = s.as_chunks::<CHUNK>();
-    // A branch-free minimum over each chunk vectorises.
-    chunks
-        .iter()
-        .all(|chunk| chunk.iter().fold(u8::MAX, |m, &b| m.min(b)) >= 0x20)
-        && tail.iter().all(|&b| b >= 0x20)
+    let (chunks, tail) = s.as_chunks::<CONTROL_CHUNK>();
+    !chunks.iter().any(chunk_has_control) && tail.iter().all(|&b| b >= 0x20)
 }
 
 #[cfg(test)]
