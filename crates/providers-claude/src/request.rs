@@ -168,14 +168,15 @@ impl CliFields for ClaudeCodeRequest {
     /// invocation writes, and without an `mcp_config_dir` the request is
     /// refused (the set may go neither on argv nor away).
     fn cli_args(&self) -> Result<Vec<String>, providers_core::Error> {
-        let by_file = match self.private_mcp_config() {
-            None => None,
-            Some(_) => Some(self.private_mcp_config_path().ok_or_else(|| {
+        let by_file = if self.mcp_servers_by_file() {
+            Some(self.private_mcp_config_path().ok_or_else(|| {
                 providers_core::Error::InvalidRequest(
                     "mcp_servers with env or headers need mcp_config_dir (never passed on argv)"
                         .into(),
                 )
-            })?),
+            })?)
+        } else {
+            None
         };
         let mut argv = Vec::new();
         for spec in self.flag_specs() {
@@ -219,7 +220,7 @@ impl CliFields for ClaudeCodeRequest {
             "mcp_servers" => self
                 .mcp_servers
                 .as_ref()
-                .filter(|servers| !servers.carries_secrets())
+                .filter(|_| !self.mcp_servers_by_file())
                 .map(|servers| FlagValue::Json(json!({ "mcpServers": servers.as_map() }))),
             "strict_mcp_config" => Some(FlagValue::Bool(self.strict_mcp_config)),
             "settings" => path_value(&self.settings),
@@ -245,8 +246,16 @@ impl ClaudeCodeRequest {
     pub fn private_mcp_config(&self) -> Option<Value> {
         self.mcp_servers
             .as_ref()
-            .filter(|servers| servers.carries_secrets())
+            .filter(|_| self.mcp_servers_by_file())
             .map(|servers| json!({ "mcpServers": servers.as_map() }))
+    }
+
+    /// Whether the `mcp_servers` set carries secrets and so reaches the
+    /// leg by file, never inline on argv.
+    fn mcp_servers_by_file(&self) -> bool {
+        self.mcp_servers
+            .as_ref()
+            .is_some_and(McpServers::carries_secrets)
     }
 
     /// Where [`ClaudeCodeRequest::private_mcp_config`] is written.

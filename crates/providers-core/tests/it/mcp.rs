@@ -206,14 +206,3 @@ fn mcp_servers_render_redacted_in_debug_and_serde() {
     assert_eq!(set.as_map()["gh"]["env"]["GH_TOKEN"], "s3cr3t-env");
     assert_eq!(set.clone().into_map()["web"]["http_headers"], "s3cr3t-raw");
 }
-
-#[test]
-fn mcp_servers_from_a_non_object_names_the_kind_only() {
-    let err = McpServers::try_from(json!("s3cr3t")).expect_err("not an object");
-    let text = format!("{err} {err:?}");
-    assert!(
-        text.contains("a string") && !text.contains("s3cr3t"),
-        "{text}"
-    );
-    assert!(McpServers::try_from(json!({"a": {}})).is_ok());
-}
