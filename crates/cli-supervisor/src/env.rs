@@ -114,9 +114,24 @@ fn check_entry(position: usize, key: &OsStr, value: &OsStr) -> Option<BadEnvEntr
             kind: "non-utf-8 bytes",
         });
     };
-    if name.is_empty() || name.contains('=') || name.contains('\0') {
+    // A key holding `=` is most often a whole `NAME=VALUE` string passed
+    // where a name was expected: only the text before the first `=` (or NUL)
+    // is kept, so the value can never reach an error message or a log.
+    if let Some(cut) = name.find(['=', '\0']) {
+        let reason = if name.as_bytes()[cut] == b'=' {
+            "holds '='"
+        } else {
+            "holds a NUL byte"
+        };
         return Some(BadEnvEntry::InvalidName {
-            name: name.escape_debug().to_string(),
+            name: name[..cut].escape_debug().to_string(),
+            reason,
+        });
+    }
+    if name.is_empty() {
+        return Some(BadEnvEntry::InvalidName {
+            name: String::new(),
+            reason: "is empty",
         });
     }
     if value.as_encoded_bytes().contains(&0) {

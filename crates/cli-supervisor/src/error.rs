@@ -80,8 +80,11 @@ pub enum Error {
 pub enum BadEnvEntry {
     /// A string key that is not a valid variable name (empty, or holds `=` or NUL).
     InvalidName {
-        /// The key as given; it is a variable name, so naming it is safe.
+        /// The key up to its first `=` or NUL byte, escaped. The rest is
+        /// never kept: a `NAME=VALUE` string passed as a name carries a value.
         name: String,
+        /// Why the name is invalid: `is empty`, `holds '='` or `holds a NUL byte`.
+        reason: &'static str,
     },
     /// A valid name whose value cannot be passed (it holds a NUL byte, or is not a string).
     InvalidValue {
@@ -101,7 +104,14 @@ fn render_bad_entries(entries: &[BadEnvEntry]) -> String {
     let parts: Vec<String> = entries
         .iter()
         .map(|entry| match entry {
-            BadEnvEntry::InvalidName { name } => format!("invalid name {name:?}"),
+            BadEnvEntry::InvalidName { name, reason }
+                if name.is_empty() && *reason == "is empty" =>
+            {
+                "invalid variable name: it is empty".to_owned()
+            }
+            BadEnvEntry::InvalidName { name, reason } => {
+                format!("invalid variable name {name:?}...: it {reason} (the rest is not shown)")
+            }
             BadEnvEntry::InvalidValue { name } => format!("invalid value for {name:?}"),
             BadEnvEntry::NonStringKey { position, kind } => {
                 format!("key at position {position} is {kind}")

@@ -122,10 +122,10 @@ fn bad_entries_name_string_keys_only_and_never_values() {
         .expect_err("bad entries")
         .to_string();
     assert!(
-        text.contains("BAD=KEY") && text.contains("NUM") && text.contains("NULLV"),
+        text.contains("\"BAD\"") && text.contains("NUM") && text.contains("NULLV"),
         "{text}"
     );
-    for value in ["good-value-1", "secret-value-2", "12345"] {
+    for value in ["good-value-1", "secret-value-2", "12345", "KEY"] {
         assert!(!text.contains(value), "{text}");
     }
 
@@ -160,6 +160,53 @@ fn bad_entries_name_string_keys_only_and_never_values() {
         "{text}"
     );
     assert!(!text.contains("secret"), "{text}");
+}
+
+// contract: SUP-045
+#[test]
+fn a_name_value_string_given_as_a_name_is_reported_without_its_value() {
+    // A whole `NAME=VALUE` string where a name is expected: the error says
+    // the name is invalid and never shows the text after `=`, in Display and
+    // Debug, whichever way the entry came in.
+    let from_pairs = ChildEnv::try_from_pairs([(
+        OsString::from("OPENAI_API_KEY=sk-live-abc123"),
+        OsString::from("v"),
+    )])
+    .expect_err("invalid name");
+    let from_json = serde_json::from_str::<ChildEnv>(r#"{"TOKEN=sk-json-456\u0000x":"v"}"#)
+        .expect_err("invalid name");
+    let with_nul =
+        ChildEnv::try_from_pairs([(OsString::from("NAME\0sk-nul-789"), OsString::from("v"))])
+            .expect_err("invalid name");
+    let Error::BadEnvEntries { entries } = &from_pairs else {
+        panic!("unexpected {from_pairs:?}")
+    };
+    assert_eq!(
+        entries,
+        &vec![BadEnvEntry::InvalidName {
+            name: "OPENAI_API_KEY".to_owned(),
+            reason: "holds '='",
+        }]
+    );
+    for (error, name, secret) in [
+        (from_pairs.to_string(), "OPENAI_API_KEY", "sk-live-abc123"),
+        (
+            format!("{from_pairs:?}"),
+            "OPENAI_API_KEY",
+            "sk-live-abc123",
+        ),
+        (from_json.to_string(), "TOKEN", "sk-json-456"),
+        (format!("{with_nul}"), "NAME", "sk-nul-789"),
+        (format!("{with_nul:?}"), "NAME", "sk-nul-789"),
+    ] {
+        assert!(
+            error.contains("invalid variable name") || error.contains("InvalidName"),
+            "{error}"
+        );
+        assert!(error.contains(name), "{error}");
+        assert!(!error.contains(secret), "{error}");
+        assert!(!error.contains("sk-"), "{error}");
+    }
 }
 
 fn renderings(spec: &LegSpec, env: &ChildEnv, errors: &[Error]) -> Vec<String> {
