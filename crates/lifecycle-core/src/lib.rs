@@ -1,6 +1,8 @@
 //! Pure lifecycle rules for the runtime core: the status vocabularies and
 //! edge policies of every managed entity, the guarded transition decision,
-//! reason codes, session health and artifact resolution.
+//! reason codes, session health, artifact resolution, the end-of-run status
+//! rule ([`end_of_run`]) and the [`SessionRecorder`] seam a runner records
+//! through.
 //!
 //! **Invariant:** this crate does no I/O and depends on no storage, process
 //! or async crate. A store (see `state-sqlite`) reads a row inside its write
@@ -34,6 +36,8 @@ mod health;
 mod model;
 mod policy;
 pub mod reasons;
+mod run_end;
+mod session;
 mod store;
 
 pub use artifacts::{ArtifactTree, resolve_produced};
@@ -53,5 +57,10 @@ pub use model::{
 pub use policy::{
     EXECUTION_ENTITIES, Edge, EdgeMap, Policy, PolicyRegistry, PolicySpec, SameStatus,
     default_policy_specs, default_registry,
+};
+pub use run_end::{Cancellation, LegEnd, RunFacts, RunVerdict, WorkEvidence, end_of_run};
+pub use session::{
+    LegRecord, OwnerRecord, SESSION_COLUMNS, SessionEnd, SessionRecorder, SessionSnapshot, SessionStart, Usage,
+    columns, leg_columns, owner_columns,
 };
 pub use store::{LifecycleStore, TerminalEvent, TerminalSink, TransitionRecord};

@@ -1,13 +1,14 @@
-//! Session start/end persistence hooks and the plain session update.
+//! Session start/end persistence hooks and the plain session update
+//! (the `SessionRecorder` seam's writes).
 
 use std::collections::BTreeMap;
 
 use lifecycle_core::{
-    Actor, CompatOptions, Expected, Outcome, OutcomeKind, Reason, TransitionCommand,
+    Actor, CompatOptions, Expected, Outcome, OutcomeKind, Reason, SessionEnd, SessionStart,
+    TransitionCommand, columns as col,
 };
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{OptionalExtension, params_from_iter};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::StoreError;
@@ -15,84 +16,9 @@ use crate::service::Store;
 use crate::sqlval::to_sql;
 use crate::time::next_version;
 
-/// Provenance recorded when a session starts. Every field given is persisted.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SessionStart {
-    /// Session id.
-    pub session_id: String,
-    /// The reason code for the move to running (required, explicit).
-    pub reason_code: String,
-    /// Session kind (orchestrated, interactive, mirrored).
-    pub kind: Option<String>,
-    /// Project.
-    pub project: Option<String>,
-    /// Model.
-    pub model: Option<String>,
-    /// Agent name.
-    pub agent_name: Option<String>,
-    /// Provider.
-    pub provider: Option<String>,
-    /// Working directory.
-    pub cwd: Option<String>,
-    /// Process id.
-    pub pid: Option<i64>,
-    /// Parent invocation.
-    pub invocation_id: Option<String>,
-}
-
-/// Usage totals reported at session end.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Input tokens.
-    pub input_tokens: Option<i64>,
-    /// Output tokens.
-    pub output_tokens: Option<i64>,
-    /// Cost in USD.
-    pub total_cost_usd: Option<f64>,
-    /// Turns.
-    pub num_turns: Option<i64>,
-    /// Duration in milliseconds.
-    pub duration_ms: Option<i64>,
-}
-
-/// A session end event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionEnd {
-    /// Session id.
-    pub session_id: String,
-    /// Terminal status to move to when the row is still running.
-    pub status: String,
-    /// Reason code for that move.
-    pub reason_code: String,
-    /// Usage totals.
-    pub usage: Usage,
-    /// An error summary (goes to the reason summary, never node_metadata).
-    pub error: Option<String>,
-    /// End time, microseconds since the epoch.
-    pub ended_at: i64,
-}
-
-/// Session columns [`update_session`] may set, beyond status.
-pub const SESSION_COLUMNS: &[&str] = &[
-    "ended_at",
-    "ended_at_is_approximate",
-    "input_tokens",
-    "output_tokens",
-    "total_cost_usd",
-    "num_turns",
-    "duration_ms",
-    "current_phase",
-    "node_metadata",
-    "kind",
-    "project",
-    "model",
-    "agent_name",
-    "provider",
-    "cwd",
-    "pid",
-    "invocation_id",
-    "last_message_at",
-];
+/// Session columns [`Store::update_session`] may set, beyond status (the
+/// seam's allowlist, shared with every recorder).
+pub use lifecycle_core::SESSION_COLUMNS;
 
 fn set_columns(
     tx: &rusqlite::Transaction<'_>,
@@ -185,6 +111,25 @@ impl Store {
                     ("cwd", opt_text(&start.cwd)),
                     ("pid", start.pid.map_or(SqlValue::Null, SqlValue::Integer)),
                     ("invocation_id", opt_text(&start.invocation_id)),
+                    (
+                        col::OWNER_PID,
+                        start
+                            .owner
+                            .as_ref()
+                            .map_or(SqlValue::Null, |o| SqlValue::Integer(o.pid)),
+                    ),
+                    (
+                        col::OWNER_START_TIME,
+                        start
+                            .owner
+                            .as_ref()
+                            .and_then(|o| o.start_time)
+                            .map_or(SqlValue::Null, SqlValue::Integer),
+                    ),
+                    (
+                        col::OWNER_BOOT_ID,
+                        opt_text(&start.owner.as_ref().and_then(|o| o.boot_id.clone())),
+                    ),
                 ];
                 let given: Vec<(&str, SqlValue)> = cols
                     .into_iter()

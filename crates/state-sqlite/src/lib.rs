@@ -36,6 +36,7 @@ mod error;
 mod hooks;
 mod migrate;
 pub mod query;
+mod recorder;
 mod service;
 mod sqlval;
 mod time;
@@ -43,7 +44,8 @@ mod version;
 
 pub use engine::{Conn, Engine, EngineConfig, ReadOnlyEngine, Synchronous};
 pub use error::StoreError;
-pub use hooks::{SESSION_COLUMNS, SessionEnd, SessionStart, Usage};
+pub use hooks::SESSION_COLUMNS;
+pub use lifecycle_core::{SessionEnd, SessionStart, Usage};
 pub use migrate::{MIGRATIONS, Migration, migrate, schema_version};
 pub use service::{
     AdminEvent, LEGACY_COLUMNS, LegacyTransitionRequest, LegacyTransitionResult, StatusUpdate,

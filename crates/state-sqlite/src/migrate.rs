@@ -18,11 +18,18 @@ pub struct Migration {
 }
 
 /// Every migration of this build, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial",
-    sql: include_str!("../migrations/0001_initial.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("../migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "session_owner_and_spawn",
+        sql: include_str!("../migrations/0002_session_owner_and_spawn.sql"),
+    },
+];
 
 impl Migration {
     /// The hex sha256 of the SQL text.

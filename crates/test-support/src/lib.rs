@@ -7,6 +7,11 @@
 //!   show, run against [`MemoryStore`] here and against the SQLite store in
 //!   `state-sqlite`'s tests, so a future PostgreSQL store inherits the same
 //!   suite.
+//! - [`session_recorder_contract`]: the behaviour every
+//!   [`lifecycle_core::SessionRecorder`] must show (session start with
+//!   provenance and owner, messages, plain column updates, the spawn record,
+//!   open sessions and id prefixes, end on a running and on a terminal row),
+//!   run against [`MemoryStore`] here and the SQLite store in `state-sqlite`.
 //! - [`runtime_only`]: the leak suite for a CLI request's runtime-only
 //!   `env` and `on_spawn`, run by each provider crate against its own
 //!   request type through [`runtime_only::RuntimeOnlyCase`].
@@ -19,7 +24,10 @@
 
 mod contract;
 mod memory;
+mod recorder;
+mod recorder_contract;
 pub mod runtime_only;
 
 pub use contract::lifecycle_store_contract;
 pub use memory::{MemoryStore, MemoryStoreError};
+pub use recorder_contract::session_recorder_contract;

@@ -5,8 +5,10 @@ use std::sync::Mutex;
 
 use lifecycle_core::{
     CoreError, Decision, InitialCommand, LifecycleStore, Outcome, OutcomeKind, PolicyRegistry,
-    RowSnapshot, TransitionCommand, TransitionRecord, decide, decide_initial, default_registry,
+    RowSnapshot, SessionSnapshot, TransitionCommand, TransitionRecord, decide, decide_initial,
+    default_registry,
 };
+use serde_json::Value;
 
 /// What the in-memory store can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -18,11 +20,23 @@ pub enum MemoryStoreError {
     /// A previous holder of the lock panicked.
     #[error("memory store lock poisoned")]
     Poisoned,
+    /// `update_session` was given a column outside the allowlist.
+    #[error("session column {column:?} may not be written")]
+    ColumnNotAllowed {
+        /// The refused column.
+        column: String,
+    },
 }
 
 #[derive(Debug, Default)]
-struct State {
-    rows: BTreeMap<(String, String), RowSnapshot>,
+pub(crate) struct State {
+    pub(crate) rows: BTreeMap<(String, String), RowSnapshot>,
+    /// The reason code of each row's current status.
+    reasons: BTreeMap<(String, String), String>,
+    /// Creation order of each row.
+    pub(crate) created: BTreeMap<(String, String), i64>,
+    /// Messages by id: (session id, created_at).
+    pub(crate) messages: BTreeMap<String, (String, i64)>,
     history: Vec<TransitionRecord>,
     rejections: usize,
     clock: i64,
@@ -47,6 +61,20 @@ impl Default for MemoryStore {
 }
 
 impl MemoryStore {
+    /// The policy registry.
+    pub fn registry(&self) -> &PolicyRegistry {
+        &self.registry
+    }
+
+    /// Runs `f` under the store's lock (one "transaction").
+    pub(crate) fn with_state<T>(
+        &self,
+        f: impl FnOnce(&mut State) -> Result<T, MemoryStoreError>,
+    ) -> Result<T, MemoryStoreError> {
+        let mut state = self.state.lock().map_err(|_| MemoryStoreError::Poisoned)?;
+        f(&mut state)
+    }
+
     /// How many rejection audit entries were recorded.
     pub fn rejections(&self) -> Result<usize, MemoryStoreError> {
         Ok(self
@@ -67,6 +95,8 @@ fn apply(
 ) -> Outcome {
     state.clock += 1;
     let version = state.clock;
+    state.created.entry(key.clone()).or_insert(version);
+    state.reasons.insert(key.clone(), reason.code.clone());
     let row = state
         .rows
         .entry(key.clone())
@@ -102,6 +132,70 @@ fn apply(
     }
 }
 
+impl State {
+    /// Executes a decision about `key` (whose row was `row`).
+    pub(crate) fn execute(
+        &mut self,
+        key: (String, String),
+        row: Option<&RowSnapshot>,
+        decision: Decision,
+        cmd: &TransitionCommand,
+    ) -> Outcome {
+        let previous = row.map(|r| r.status.clone());
+        let unchanged = |result| Outcome {
+            result,
+            previous_status: previous.clone(),
+            current_status: previous.clone(),
+            transition_id: None,
+        };
+        match decision {
+            Decision::Write(plan) => {
+                apply(self, key, previous.clone(), &plan, &cmd.reason, &cmd.actor)
+            }
+            Decision::Noop { .. } => unchanged(OutcomeKind::Applied),
+            Decision::Conflict { .. } => unchanged(OutcomeKind::Conflict),
+            Decision::Reject { .. } => {
+                self.rejections += 1;
+                unchanged(OutcomeKind::Rejected)
+            }
+        }
+    }
+
+    /// A plain SET of columns (null clears), bumping the version.
+    pub(crate) fn set_columns(
+        &mut self,
+        key: &(String, String),
+        columns: &BTreeMap<String, Value>,
+    ) {
+        self.clock += 1;
+        let clock = self.clock;
+        if let Some(row) = self.rows.get_mut(key) {
+            row.version = row.version.max(clock);
+            for (c, v) in columns {
+                if v.is_null() {
+                    row.columns.remove(c);
+                } else {
+                    row.columns.insert(c.clone(), v.clone());
+                }
+            }
+        }
+    }
+
+    /// A session snapshot of `key`'s row.
+    pub(crate) fn snapshot(&self, key: &(String, String)) -> Option<SessionSnapshot> {
+        let row = self.rows.get(key)?;
+        let messages = self.messages.values().filter(|(s, _)| *s == key.1).count();
+        Some(SessionSnapshot {
+            id: key.1.clone(),
+            status: row.status.clone(),
+            version: row.version,
+            reason_code: self.reasons.get(key).cloned(),
+            columns: row.columns.clone(),
+            messages: u64::try_from(messages).unwrap_or(u64::MAX),
+        })
+    }
+}
+
 impl LifecycleStore for MemoryStore {
     type Error = MemoryStoreError;
 
@@ -131,29 +225,8 @@ impl LifecycleStore for MemoryStore {
         let mut state = self.state.lock().map_err(|_| MemoryStoreError::Poisoned)?;
         let key = (cmd.entity_type.clone(), cmd.entity_id.clone());
         let row = state.rows.get(&key).cloned();
-        let previous = row.as_ref().map(|r| r.status.clone());
-        let unchanged = |result| Outcome {
-            result,
-            previous_status: previous.clone(),
-            current_status: previous.clone(),
-            transition_id: None,
-        };
-        Ok(match decide(policy, row.as_ref(), cmd)? {
-            Decision::Write(plan) => apply(
-                &mut state,
-                key,
-                previous.clone(),
-                &plan,
-                &cmd.reason,
-                &cmd.actor,
-            ),
-            Decision::Noop { .. } => unchanged(OutcomeKind::Applied),
-            Decision::Conflict { .. } => unchanged(OutcomeKind::Conflict),
-            Decision::Reject { .. } => {
-                state.rejections += 1;
-                unchanged(OutcomeKind::Rejected)
-            }
-        })
+        let decision = decide(policy, row.as_ref(), cmd)?;
+        Ok(state.execute(key, row.as_ref(), decision, cmd))
     }
 
     fn history(

@@ -6,3 +6,4 @@ mod health;
 mod matrix;
 mod policy;
 mod reasons;
+mod run_end;

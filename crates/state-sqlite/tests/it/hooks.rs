@@ -20,6 +20,7 @@ fn start(id: &str) -> SessionStart {
         cwd: Some("/tmp/w".into()),
         pid: Some(4242),
         invocation_id: Some("inv-1".into()),
+        owner: None,
     }
 }
 

@@ -40,3 +40,8 @@ fn the_contract_catches_a_store_that_ignores_the_rules() {
         "a store reporting every move as applied must fail the contract"
     );
 }
+
+#[test]
+fn the_memory_store_keeps_the_session_recorder_contract() {
+    test_support::session_recorder_contract(MemoryStore::default);
+}
