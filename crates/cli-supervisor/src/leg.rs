@@ -21,6 +21,8 @@ use crate::ndjson::{Event, LineDecoder};
 use crate::pidfd::PidFd;
 use crate::proc::{ProcTable, ProcessTable, SpawnedProcess, observe_spawned};
 use crate::secrets::fill_declared_secrets;
+use crate::sentinel::Sentinel;
+use crate::spawner::spawn_with_death_signal;
 use crate::spec::{LegSpec, StdinPolicy, Watchdogs};
 
 /// How long teardown waits for the group to empty after SIGKILL.
@@ -60,6 +62,7 @@ pub struct Leg {
     record: SpawnedProcess,
     pidfd: Option<PidFd>,
     cgroup: Option<LegCgroup>,
+    sentinel: Option<Sentinel>,
     secret_reason: Option<&'static str>,
     secrets_resolved: Vec<String>,
     reaped: Option<ExitStatus>,
@@ -145,7 +148,7 @@ impl Leg {
             command.env_clear();
             command.envs(env.iter());
         }
-        let mut child = command.spawn().map_err(|source| Error::Spawn {
+        let mut child = spawn_with_death_signal(command).map_err(|source| Error::Spawn {
             program: program.to_string_lossy().into_owned(),
             source,
         })?;
@@ -163,6 +166,9 @@ impl Leg {
         let pidfd = PidFd::open(pid);
         let cgroup = LegCgroup::create(&spec.containment, pid);
         let record = observe_spawned(&ProcTable, pid);
+        let sentinel = spec
+            .orphan_guard
+            .and_then(|grace| Sentinel::start(pid, grace, cgroup.as_ref().map(LegCgroup::path)));
         let watchdogs = spec.effective_watchdogs();
         if let Some(stdout) = &child.stdout {
             widen_pipe(stdout);
@@ -175,6 +181,7 @@ impl Leg {
             record,
             pidfd,
             cgroup,
+            sentinel,
             secret_reason: secrets.reason,
             secrets_resolved: secrets.resolved,
             reaped: None,
@@ -231,6 +238,11 @@ impl Leg {
             },
             None => Containment::ProcessGroup,
         }
+    }
+
+    /// The pid of the orphan guard's sentinel, while it stands guard.
+    pub fn orphan_guard_pid(&self) -> Option<i32> {
+        self.sentinel.as_ref().map(Sentinel::pid)
     }
 
     /// Why the configured secret lookup was refused, if it was.
@@ -357,6 +369,11 @@ impl Leg {
     async fn end_child_group(&mut self) -> Teardown {
         if let Some(done) = &self.teardown {
             return done.clone();
+        }
+        // The sentinel stands down first: it is a live member of the group
+        // and would otherwise count as one.
+        if let Some(sentinel) = self.sentinel.take() {
+            sentinel.dismiss().await;
         }
         let table = ProcTable;
         let signaller = OsSignaller;
@@ -518,6 +535,7 @@ impl std::fmt::Debug for Leg {
             .field("record", &self.record)
             .field("containment", &self.containment())
             .field("pidfd", &self.pidfd.is_some())
+            .field("orphan_guard", &self.sentinel.is_some())
             .field("reaped", &self.reaped)
             .field("ended", &self.ended)
             .field("watchdogs", &self.watchdogs)

@@ -56,6 +56,21 @@
 //!   ([`LegSpec::explicit_watchdogs`]) apply regardless. A watchdog that
 //!   fires ends the leg's group before the error is returned.
 //! - **Secrets (B.4):** see [`fill_declared_secrets`] and [`SettingsFile`].
+//! - **Supervisor death:** every leg is forked by one long-lived spawner
+//!   thread with `PR_SET_PDEATHSIG` = SIGKILL set between fork and exec (the
+//!   signal fires when the forking *thread* exits, so a tokio worker or
+//!   blocking-pool thread would kill legs early). The `pre_exec` hook is
+//!   unsafe in std and tokio; `spawner.rs` allows `unsafe_code` locally with
+//!   a `// SAFETY:` reason (two raw syscalls, no allocation), as `pidfd.rs`
+//!   does for the reactor. The leader only: its descendants are re-parented.
+//!   [`LegSpec::orphan_guard`] adds a sentinel (`/bin/sh`) to the leg's
+//!   group that blocks on a pipe only this process can write; when this
+//!   process dies the pipe reads end-of-file and the sentinel sends SIGTERM
+//!   to its own group, waits the grace, writes `cgroup.kill` if the leg has
+//!   a cgroup, and sends SIGKILL. Signalling its own group needs no
+//!   evidence (it is a live member, so the id cannot have been reissued);
+//!   this is the one group signal not sent through
+//!   [`signal_group_on_evidence`]. A normal teardown dismisses it first.
 //! - **Containment:** process group by default; [`ContainmentPolicy`] opts
 //!   into a cgroup of its own where cgroup v2 is writable. The leg is moved
 //!   right after spawn (no `pre_exec`), so a descendant forked in the first
@@ -115,6 +130,8 @@ mod ndjson;
 mod pidfd;
 mod proc;
 mod secrets;
+mod sentinel;
+mod spawner;
 mod spec;
 
 pub use cgroup::{Containment, ContainmentPolicy};

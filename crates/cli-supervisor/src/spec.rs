@@ -47,6 +47,12 @@ pub struct LegSpec {
     pub grace: Duration,
     /// How many trailing stderr bytes are kept for error reports.
     pub stderr_tail_len: usize,
+    /// The orphan guard: when set, a sentinel process joins the leg's group
+    /// and, should this process die while the leg runs, ends the group
+    /// (SIGTERM, this grace, `cgroup.kill` if the leg has a cgroup,
+    /// SIGKILL). `None` (the default): only the leader's parent-death
+    /// signal covers a supervisor death, and descendants survive it.
+    pub orphan_guard: Option<Duration>,
 }
 
 impl Default for LegSpec {
@@ -66,6 +72,7 @@ impl Default for LegSpec {
             line_format: LineFormat::Value,
             grace: Duration::from_secs(5),
             stderr_tail_len: 16 * 1024,
+            orphan_guard: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 mod cancel;
 mod containment;
 mod evidence;
+mod orphan;
 mod redaction;
 mod secrets;
 mod spawn;
