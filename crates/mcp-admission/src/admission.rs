@@ -3,9 +3,12 @@
 use serde_json::Value;
 
 use crate::engine::Engine;
+use crate::normalize::KeyCategories;
 use crate::normalize::{description_signals_execution, normalize_key};
 use crate::reason::{AdmissionDenied, Reason};
-use crate::report::{AdmissionReport, Insufficiency, Limits};
+use crate::report::{
+    AdmissionReport, FreeFormCause, FreeFormKey, Insufficiency, Limits, UnresolvedCause,
+};
 use crate::vocabulary::STRONG_EXECUTOR_NAMES;
 
 /// Decides whether an MCP tool descriptor may be registered.
@@ -83,21 +86,24 @@ pub fn explain_tool_admission_with(
     if !empty {
         engine.walk_root(root);
     }
+    let walker_exhausted = engine.exhausted;
     let unresolvable = !engine.unresolved.is_empty();
 
     let mut insufficiency = None;
     let mut proofs_evaluated = false;
     if !empty && (strong || signals) {
         proofs_evaluated = true;
-        // Coverage first: it also decides the description rule.
+        // Coverage first: it also decides the description rule. Each proof
+        // has its own reach budget, as in the original.
+        engine.begin_pass();
         if let Err(e) = engine.coverage(root, 0) {
             insufficiency = Some(e);
         }
-        if strong
-            && insufficiency.is_none()
-            && let Err(e) = engine.boundedness(root, 0)
-        {
-            insufficiency = Some(e);
+        if strong && insufficiency.is_none() {
+            engine.begin_pass();
+            if let Err(e) = engine.boundedness(root, 0) {
+                insufficiency = Some(e);
+            }
         }
     }
     let coverage_failed = insufficiency
@@ -134,6 +140,33 @@ pub fn explain_tool_admission_with(
                 .any(|k| (!k.categories.auxiliary && !k.identifier_like) || k.exec_tainted))
     {
         Some(Reason::ExecutorIdentityWithInsufficientSchema)
+    } else if !engine.malformed.is_empty() {
+        Some(Reason::MalformedSchema)
+    } else if walker_exhausted {
+        // The walker stopped before it saw the whole schema: the unseen rest
+        // may hold a free-form command key (fail closed).
+        engine.free_form.push(FreeFormKey {
+            key: "(schema past the node budget)".to_owned(),
+            normalized: String::new(),
+            path: engine
+                .unresolved
+                .iter()
+                .find(|u| u.cause == UnresolvedCause::NodeBudget)
+                .map(|u| u.path.clone())
+                .unwrap_or_default(),
+            categories: KeyCategories {
+                command: true,
+                program: true,
+                argument: true,
+                payload: true,
+                selector: true,
+                auxiliary: false,
+            },
+            identifier_like: false,
+            exec_tainted: true,
+            cause: FreeFormCause::LimitReached,
+        });
+        Some(Reason::UnboundedCommandInput)
     } else {
         None
     };
@@ -148,6 +181,8 @@ pub fn explain_tool_admission_with(
         free_form_map_channels: engine.map_channels,
         selector_key_present: engine.selector_present,
         unresolved: engine.unresolved,
+        malformed: engine.malformed,
+        walker_exhausted,
         insufficiency,
         proofs_evaluated,
         limits,
@@ -166,13 +201,13 @@ pub fn structural_coverage_insufficient(schema: &Value, limits: Limits) -> Optio
     Engine::new(schema, limits).coverage(schema, 0).err()
 }
 
-/// Both proofs, combined by OR under one shared budget (coverage first).
+/// Both proofs, combined by OR (coverage first), each with its own budget.
 pub fn schema_is_insufficient(schema: &Value, limits: Limits) -> Option<Insufficiency> {
     let mut engine = Engine::new(schema, limits);
-    engine
-        .coverage(schema, 0)
-        .and_then(|()| engine.boundedness(schema, 0))
-        .err()
+    engine.coverage(schema, 0).err().or_else(|| {
+        engine.begin_pass();
+        engine.boundedness(schema, 0).err()
+    })
 }
 
 /// True when a value is shaped like it could hold a schema (a mapping, or a

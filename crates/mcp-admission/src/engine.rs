@@ -1,10 +1,18 @@
 //! The bounded analysis context: budget, depth, path, `$ref` resolution and memo tables.
 //!
-//! One `Engine` judges one schema. Every unit of work (a schema node, a
-//! property, a list element inside an unknown keyword's value, a pattern
-//! search) is charged to one shared budget; once it runs out every question
-//! answers the fail-closed way. Memo tables are keyed by node address and
-//! only ever looked up, never iterated, so no verdict depends on map order.
+//! One `Engine` judges one schema, in up to three passes (the walker, the
+//! structural-coverage proof, the object-boundedness proof), as the original
+//! does. Each pass has its own reach budget of `Limits::max_nodes` units,
+//! charged per schema node and per property or branch (and, in the walker,
+//! per element of an unknown keyword's value); once a pass's budget runs out
+//! every question in it answers the fail-closed way. Work that does not widen
+//! the reach (iterating a node's keywords, judging a value as free-form,
+//! resolving a pointer, compiling and searching a pattern) is charged to a
+//! separate work meter of [`WORK_FACTOR`] times the budget, shared by all
+//! passes, which also fails closed when spent: it keeps every verdict
+//! bounded in time without shortening the reach. Memo tables are keyed by
+//! node address and only ever looked up, never iterated, so no verdict
+//! depends on map order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,6 +23,9 @@ use crate::vocabulary::UNBOUNDED_NON_OBJECT_TYPES;
 
 /// The deepest `Limits::max_depth` honoured, whatever is configured.
 pub(crate) const MAX_DEPTH_CEILING: usize = 128;
+
+/// The work meter's size, as a multiple of the per-pass reach budget.
+pub(crate) const WORK_FACTOR: usize = 64;
 
 /// One segment of the location being examined.
 #[derive(Debug, Clone, Copy)]
@@ -43,13 +54,21 @@ pub(crate) struct Memo {
 pub(crate) struct Engine<'a> {
     pub(crate) root: &'a Value,
     pub(crate) limits: Limits,
+    /// Reach units spent by the current pass.
     used: usize,
+    /// The most reach units any pass spent.
+    peak: usize,
+    /// Work units spent by all passes.
+    work: usize,
+    /// The current pass (or the shared work meter) ran out.
     pub(crate) exhausted: bool,
     pub(crate) path: Vec<Seg<'a>>,
     pub(crate) memo: Memo,
     pub(crate) free_form: Vec<FreeFormKey>,
     pub(crate) map_channels: Vec<String>,
     pub(crate) unresolved: Vec<Unresolved>,
+    /// Positions whose value has the wrong JSON type (at most 64).
+    pub(crate) malformed: Vec<Unresolved>,
     pub(crate) selector_present: bool,
     /// Every key some walked `properties` map declares.
     pub(crate) declared_keys: BTreeSet<&'a str>,
@@ -70,26 +89,40 @@ impl<'a> Engine<'a> {
             root,
             limits,
             used: 0,
+            peak: 0,
+            work: 0,
             exhausted: false,
             path: Vec::new(),
             memo: Memo::default(),
             free_form: Vec::new(),
             map_channels: Vec::new(),
             unresolved: Vec::new(),
+            malformed: Vec::new(),
             selector_present: false,
             declared_keys: BTreeSet::new(),
             pending_required: Vec::new(),
         }
     }
 
-    /// Units of work spent so far.
+    /// The most reach units any pass spent (never more than the budget).
     pub(crate) fn used(&self) -> usize {
-        self.used
+        self.peak.max(self.used)
     }
 
-    /// Charges one unit of work; false once the budget is exhausted.
+    fn work_cap(&self) -> usize {
+        self.limits.max_nodes.saturating_mul(WORK_FACTOR)
+    }
+
+    /// Starts a new pass with a fresh reach budget (the work meter carries on).
+    pub(crate) fn begin_pass(&mut self) {
+        self.peak = self.peak.max(self.used);
+        self.used = 0;
+        self.exhausted = self.work >= self.work_cap();
+    }
+
+    /// Charges one reach unit (and one work unit); false once either runs out.
     pub(crate) fn charge(&mut self) -> bool {
-        if self.used >= self.limits.max_nodes {
+        if self.used >= self.limits.max_nodes || !self.charge_work() {
             self.exhausted = true;
             false
         } else {
@@ -98,14 +131,19 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Charges `n` units at once (for pattern compilation).
-    pub(crate) fn charge_n(&mut self, n: usize) -> bool {
-        if self.limits.max_nodes - self.used < n {
-            self.used = self.limits.max_nodes;
+    /// Charges one work unit; false once the work meter is spent.
+    pub(crate) fn charge_work(&mut self) -> bool {
+        self.charge_work_n(1)
+    }
+
+    /// Charges `n` work units at once (pointer resolution, pattern compilation).
+    pub(crate) fn charge_work_n(&mut self, n: usize) -> bool {
+        if self.work_cap().saturating_sub(self.work) < n {
+            self.work = self.work_cap();
             self.exhausted = true;
             false
         } else {
-            self.used += n;
+            self.work += n;
             true
         }
     }
@@ -167,7 +205,7 @@ impl<'a> Engine<'a> {
         }
         // Pointer traversal is linear in the pointer; charge per token.
         let tokens = fragment.matches('/').count();
-        if !self.charge_n(tokens.max(1)) {
+        if !self.charge_work_n(tokens.max(1)) {
             return Err(UnresolvedCause::NodeBudget);
         }
         self.root

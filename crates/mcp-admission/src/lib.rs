@@ -45,12 +45,18 @@
 //! 3. `unbounded-script-payload`: a free-form payload key corroborated by a
 //!    selector key, a strong executor name or an executor description;
 //! 4. `executor-description-with-broad-input`;
-//! 5. `executor-identity-with-insufficient-schema`.
+//! 5. `executor-identity-with-insufficient-schema`;
+//! 6. `malformed-schema` (this crate's own code, see below).
 //!
-//! Every verdict is bounded: a depth cap (12) and one node budget (5,000
-//! units) shared by all work (walker, both proofs, inspection of unknown
-//! keyword values, `patternProperties` matching); `$ref` targets are
-//! memoised. Running out fails closed. No hash order is ever consulted: the
+//! Every verdict is bounded: a depth cap (12) and, as in the original, a
+//! reach budget of 5,000 units for each pass (the walker, the coverage proof,
+//! the boundedness proof), charged per schema node and per property or
+//! branch, so each pass reaches at least as far as the original's. Work that
+//! does not widen the reach (a node's keywords, value judgements, pointer
+//! resolution, pattern compilation and search) is charged to a work meter of
+//! 64 times the budget shared by all passes; `$ref` targets are memoised.
+//! Running out of either fails closed; in particular a walker that runs out
+//! before it has seen the whole schema denies (see below). No hash order is ever consulted: the
 //! memo tables are only looked up, and traversal follows serde_json's default
 //! sorted `Map`, so equal inputs always get equal reports. (A build that turns
 //! on serde_json's `preserve_order` traverses in document order instead; the
@@ -86,24 +92,63 @@
 //!
 //! # Features
 //!
-//! - `regex` (off by default): compiles `patternProperties` patterns with a
-//!   linear-time Pike VM (`regex-automata`) and tests them against every
-//!   spelling of the categorised key words, charging the node budget. Without
-//!   it a pattern cannot be compiled: it is unresolvable (fail closed), and
-//!   its literal text is still judged as a key (`^command_line$` is a command
-//!   key either way).
+//! - `regex` (off by default): judges `patternProperties` patterns as
+//!   Python's `re` reads them (the original compiles them with `re` and
+//!   searches each categorised key word). A pattern is translated into the
+//!   linear-time Pike VM of `regex-automata` where it has an exact
+//!   equivalent, and searched in every spelling of every categorised key
+//!   word, charging the work meter. Without the feature nothing is compiled.
+//!
+//! ## Patterns the gate cannot judge exactly fail closed
+//!
+//! A pattern is *unresolvable* when Python's `re` rejects it (`\z`, a bad
+//! escape, an unbalanced group, ...), when the linear engine cannot express
+//! it (lookaround, backreferences, atomic groups, possessive quantifiers,
+//! conditionals, repetitions past the engine's size limit), or when the
+//! `regex` feature is off. For the value it guards, an unresolvable pattern
+//! counts as able to match every categorised key word (command, program,
+//! argument, payload, selector), whatever the tool's name: a free-form value
+//! under it denies with `unbounded-command-input`. Its literal text is judged
+//! as a key too (`^command_line$` is a command key either way). No rewrite of
+//! a pattern can turn a denial into an admission: an equivalent pattern is
+//! either matched exactly or unresolvable, and unresolvable is the widest
+//! reading.
 //!
 //! # Deliberate differences from the original (toward denying only)
 //!
+//! Each is checked by `tests/it/differences.rs` or `tests/it/fail_closed.rs`;
+//! the differential test against lionagi 0.36.0 (`bindings/python`) finds no
+//! case the original denies and this gate admits.
+//!
+//! - `malformed-schema` (checked last): a position holding a value of the
+//!   wrong JSON type where a schema, a list of schemas or a mapping of
+//!   schemas belongs (a scalar schema, `properties: 5`, `anyOf: {}`,
+//!   `prefixItems: null`, a `$defs` entry `1`, a `$ref` that is not a string,
+//!   a `type` that is a mapping or lists a list or a mapping) denies. The
+//!   original raises an exception on some of these (for example a non-list
+//!   `prefixItems` under an enum-pinned array, or `["object", ["x"]]` as a
+//!   type), which its host treats as a refusal; on the others it judges on,
+//!   but a schema of that shape means nothing a validator agrees on, so it
+//!   is refused everywhere by one simple rule. Values the original ignores
+//!   (`required: 5`, a number in a `type` list, an annotation of any shape)
+//!   are ignored here too.
+//! - A walker that runs out of budget before it has seen the whole schema
+//!   denies with `unbounded-command-input` (when no other reason holds): the
+//!   unseen rest may hold a command key. The original then admits a tool
+//!   with a neutral name; this gate's walker reaches at least as far as the
+//!   original's (a `command` in the last branch of a `oneOf` of 1,600
+//!   one-property objects is seen and denied by both), and past that denies.
+//! - An unresolvable `patternProperties` pattern counts as matching every
+//!   categorised key word (see above); the original only denies it under an
+//!   executor name or description.
+//! - A command key inside an object that is an array's item is walked: the
+//!   original admits `{"type": "array", "items": {"type": "object",
+//!   "properties": {"command": {"type": "string"}}}}` under a neutral name.
 //! - A free-form key whose own schema also carries object or composition
 //!   keywords is still judged by its own type:
 //!   `{"cmd": {"type": "string", "properties": {"x": {"type": "integer"}}}}`
 //!   denies with `unbounded-command-input` (public case PE027; the original
 //!   admits it).
-//! - Unreferenced `$defs`/definitions entries are walked for free-form keys,
-//!   not only checked by the coverage proof:
-//!   `{"type": "object", "$defs": {"X": {"properties": {"cmd": {"type": "string"}}}}}`
-//!   denies with `unbounded-command-input`.
 //! - A structural-coverage failure counts as an unresolvable channel for the
 //!   executor-description rule: description "Runs shell commands" with
 //!   `{"type": "object", "properties": {"op": {"enum": ["a"]}}, "additionalProperties": false, "not": {}}`
@@ -162,24 +207,32 @@
 //!   unsignalled tool.
 //! - 16 (vendor extensions): only `x-*` and `$comment` can be exempt, and only
 //!   when the value is inert: no registry keyword anywhere inside.
-//! - 17 (`$defs` reachability): both the coverage proof and the walker visit
-//!   every entry, referenced or not.
+//! - 17 (`$defs` reachability): the coverage proof visits every entry,
+//!   referenced or not; the walker, like the original's, only the entries a
+//!   `$ref` reaches (an unreferenced entry constrains no instance).
 //! - 18 (unenumerated inputs): the word lists, limits and synthetic shape are
 //!   those of the vocabulary page, exactly.
 //! - 19 (unevaluatedItems): the bounded-array exception holds only when
 //!   `unevaluatedItems` is absent or `false`.
 //! - 20 (annotation siblings): a `$ref` with only annotation siblings gets
-//!   exactly its target's verdict.
+//!   exactly its target's verdict. Every inert keyword of the registry is an
+//!   annotation there (`$schema`, `format`, `deprecated`, ...), and at the
+//!   root `$id` and `$anchor` too, so a zod-to-json-schema document
+//!   (`$schema` + `$ref` + `definitions`) gets its target's verdict. Beside a
+//!   nested `$ref`, `$id` and `$anchor` still count as constraining: they
+//!   change what the reference means.
 //!
 //! # Limits kept from the original
 //!
 //! For a tool whose name and description do not signal execution, an
 //! unresolvable channel is insufficient evidence, not a denial (ADM-056). So
-//! a command key that sits deeper than the depth cap, past the node budget,
-//! behind an unknown keyword or behind a pattern that cannot be compiled is
-//! not seen under such a name; the same schema under an executor name or
-//! description is denied. Hosts wanting the stricter posture can deny when
-//! [`AdmissionReport::unresolved`] is non-empty.
+//! a command key that sits deeper than the depth cap or behind an unknown
+//! keyword is not seen under such a name (the original does not see it
+//! either); the same schema under an executor name or description is
+//! denied. A pattern that cannot be judged and a walker out of budget are
+//! the exceptions: they fail closed under any name (above). Hosts wanting
+//! the stricter posture can deny when [`AdmissionReport::unresolved`] is
+//! non-empty.
 //!
 //! Names and keys are case-folded with full Unicode case folding (`ſhell` is
 //! `shell`); `$ref` is a local JSON pointer (`#` or `#/...`), not
@@ -208,7 +261,10 @@ pub use normalize::{
     KeyCategories, description_signals_execution, is_exec_tainted_key, is_identifier_like_key,
     is_strong_executor_name, normalize_key,
 };
-pub use proofs::{has_structural_ref_siblings, property_value_may_be_object_shaped};
+pub use proofs::{
+    has_structural_ref_siblings, has_structural_ref_siblings_at_root,
+    property_value_may_be_object_shaped,
+};
 pub use reason::{AdmissionDenied, Reason};
 pub use report::{
     AdmissionReport, FreeFormCause, FreeFormKey, Insufficiency, InsufficiencyCause, Limits, Proof,

@@ -14,7 +14,7 @@ pub(crate) fn matching_key_words(
     engine: &mut Engine<'_>,
     _pattern: &str,
 ) -> Option<Vec<&'static str>> {
-    engine.charge();
+    engine.charge_work();
     None
 }
 
@@ -35,7 +35,7 @@ pub(crate) fn matching_key_words(
 
     // Compilation is linear in the pattern (bounded further by the limits
     // below); charge it by length.
-    if !engine.charge_n(1 + pattern.len() / 16) {
+    if !engine.charge_work_n(1 + pattern.len() / 16) {
         return None;
     }
     let vm = PikeVM::builder()
@@ -54,7 +54,7 @@ pub(crate) fn matching_key_words(
     ];
     for word in groups.iter().flat_map(|g| g.iter()) {
         for spelling in spellings(word) {
-            if !engine.charge() {
+            if !engine.charge_work() {
                 return None;
             }
             if vm.is_match(&mut cache, Input::new(&spelling)) {

@@ -14,11 +14,34 @@ use crate::vocabulary::{ANNOTATION_REF_SIBLINGS, KeywordClass, classify_keyword}
 type ProofResult = Result<(), Insufficiency>;
 
 /// True when a `$ref` node has a sibling that constrains the instance.
+///
+/// The original's annotation-only siblings (description, title, `$comment`,
+/// examples, default, `$defs`, definitions) and every other inert
+/// annotation keyword of the registry (`$schema`, format, deprecated, ...)
+/// constrain nothing. `$id` and `$anchor` are left out here: beside a nested
+/// `$ref` they change what the reference means; see
+/// [`has_structural_ref_siblings_at_root`] for the root, where `#/...` means
+/// the same document either way.
 pub fn has_structural_ref_siblings(node: &Value) -> bool {
+    structural_ref_siblings(node, false)
+}
+
+/// Like [`has_structural_ref_siblings`] for the root schema, where `$id` and
+/// `$anchor` are annotations too (a zod-to-json-schema document carries
+/// `$schema`, `$ref` and `definitions` at its root).
+pub fn has_structural_ref_siblings_at_root(node: &Value) -> bool {
+    structural_ref_siblings(node, true)
+}
+
+fn structural_ref_siblings(node: &Value, root: bool) -> bool {
+    let annotation = |k: &str| {
+        k == "$ref"
+            || ANNOTATION_REF_SIBLINGS.contains(&k)
+            || (classify_keyword(k) == KeywordClass::Inert
+                && (root || !matches!(k, "$id" | "$anchor")))
+    };
     match node {
-        Value::Object(m) => m
-            .keys()
-            .any(|k| k != "$ref" && !ANNOTATION_REF_SIBLINGS.contains(&k.as_str())),
+        Value::Object(m) => m.keys().any(|k| !annotation(k)),
         _ => false,
     }
 }
@@ -94,7 +117,7 @@ impl<'a> Engine<'a> {
             let target = self.boundedness_ref(reference, depth);
             self.pop();
             target?;
-            if has_structural_ref_siblings(node) {
+            if structural_ref_siblings(node, depth == 0 && self.path.is_empty()) {
                 return self.boundedness_node(node, true, depth);
             }
             return Ok(());
@@ -172,7 +195,7 @@ impl<'a> Engine<'a> {
         depth: usize,
     ) -> ProofResult {
         for (k, v) in props {
-            if !self.charge() {
+            if !self.charge_work() {
                 return self.fail(Proof::Boundedness, InsufficiencyCause::LimitReached);
             }
             if !property_value_may_be_object_shaped(v) {
@@ -250,7 +273,7 @@ impl<'a> Engine<'a> {
         };
         let mut array_exception: Option<bool> = None;
         for (k, v) in m {
-            if !self.charge() {
+            if !self.charge_work() {
                 return self.fail(P, InsufficiencyCause::LimitReached);
             }
             self.push(Seg::Key(k));

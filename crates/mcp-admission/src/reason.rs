@@ -18,16 +18,22 @@ pub enum Reason {
     ExecutorDescriptionWithBroadInput,
     /// A strong executor name whose schema does not prove itself bounded.
     ExecutorIdentityWithInsufficientSchema,
+    /// A departure from the original, checked last: a position holds a value
+    /// of the wrong JSON type where a schema, a list of schemas or a mapping
+    /// of schemas belongs (where the original raises an exception, which its
+    /// host treats as a refusal).
+    MalformedSchema,
 }
 
 impl Reason {
     /// Every reason, in classifier precedence order.
-    pub const ALL: [Reason; 5] = [
+    pub const ALL: [Reason; 6] = [
         Reason::UnboundedCommandInput,
         Reason::UnboundedProcessInput,
         Reason::UnboundedScriptPayload,
         Reason::ExecutorDescriptionWithBroadInput,
         Reason::ExecutorIdentityWithInsufficientSchema,
+        Reason::MalformedSchema,
     ];
 
     /// The reason code string of the original gate.
@@ -40,6 +46,7 @@ impl Reason {
             Reason::ExecutorIdentityWithInsufficientSchema => {
                 "executor-identity-with-insufficient-schema"
             }
+            Reason::MalformedSchema => "malformed-schema",
         }
     }
 
@@ -65,6 +72,9 @@ impl Reason {
             }
             Reason::ExecutorIdentityWithInsufficientSchema => {
                 "a strong executor name whose input schema does not prove itself closed and bounded"
+            }
+            Reason::MalformedSchema => {
+                "a schema position holds a value of the wrong json type (the original raises an exception there)"
             }
         }
     }

@@ -7,15 +7,15 @@ use crate::reason::Reason;
 
 /// Limits that make every verdict bounded in time.
 ///
-/// The defaults are the original gate's: depth 12 and 5,000 units of work
-/// per verdict, shared by the walker, both proofs, value inspection and
-/// pattern matching.
+/// The defaults are the original gate's: depth 12 and 5,000 units of reach
+/// per pass (the walker, the coverage proof and the boundedness proof each
+/// have their own), plus a work meter of 64 times that shared by all passes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Deepest schema nesting examined; deeper fails closed. Values above
     /// 128 are treated as 128, so the analysis can never overflow the stack.
     pub max_depth: usize,
-    /// Units of work per verdict; exhaustion fails closed.
+    /// Reach units per pass; exhaustion fails closed.
     pub max_nodes: usize,
 }
 
@@ -229,12 +229,20 @@ pub struct AdmissionReport {
     pub selector_key_present: bool,
     /// Channels that could not be proven bounded.
     pub unresolved: Vec<Unresolved>,
+    /// Positions holding a value of the wrong JSON type (at most 64); any
+    /// denies with `malformed-schema` when no other reason holds.
+    pub malformed: Vec<Unresolved>,
+    /// Whether the walker's budget ran out before the whole schema was seen
+    /// (fails closed: denies with `unbounded-command-input` when no other
+    /// reason holds).
+    pub walker_exhausted: bool,
     /// The first sufficiency-proof failure, when the proofs ran (strong names
     /// run both proofs, executor descriptions run the coverage proof).
     pub insufficiency: Option<Insufficiency>,
     /// Whether the sufficiency proofs were evaluated.
     pub proofs_evaluated: bool,
-    /// Units of work spent (never more than the budget).
+    /// Reach units spent by the pass that spent most (never more than the
+    /// budget: each pass has its own).
     pub nodes_visited: usize,
     /// The budget in force.
     pub limits: Limits,
@@ -303,6 +311,10 @@ impl AdmissionReport {
                 })
                 .or_else(unresolved)
                 .or_else(|| key(&|_| true)),
+            Reason::MalformedSchema => self
+                .malformed
+                .first()
+                .map(|u| format!("{} at {}", u.cause, at(&u.path))),
         }
         .or_else(|| {
             self.free_form_map_channels

@@ -12,7 +12,7 @@ impl<'a> Engine<'a> {
     /// every `prefixItems` member are `false` or bounded, and
     /// `unevaluatedItems` is absent or `false`.
     pub(crate) fn bounded(&mut self, v: &'a Value, depth: usize) -> bool {
-        if !self.charge() || self.too_deep(depth) {
+        if !self.charge_work() || self.too_deep(depth) {
             return false;
         }
         let Value::Object(m) = v else {
@@ -74,7 +74,7 @@ impl<'a> Engine<'a> {
         v: &'a Value,
         depth: usize,
     ) -> Option<FreeFormCause> {
-        if !self.charge() || self.too_deep(depth) {
+        if !self.charge_work() || self.too_deep(depth) {
             return Some(FreeFormCause::LimitReached);
         }
         let m = match v {
@@ -184,7 +184,7 @@ impl<'a> Engine<'a> {
     /// reach one or that have no branch at all (they admit any string), and
     /// external or cyclic references all reach free form.
     fn item_reaches(&mut self, v: &'a Value, depth: usize) -> bool {
-        if !self.charge() || self.too_deep(depth) {
+        if !self.charge_work() || self.too_deep(depth) {
             return true;
         }
         let m = match v {

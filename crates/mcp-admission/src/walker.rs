@@ -1,10 +1,13 @@
 //! The whitelist walker: collects free-form keys, map channels and unresolvable channels.
 //!
 //! It recognises properties, patternProperties, additionalProperties,
-//! allOf/anyOf/oneOf, if/then/else/not, items/prefixItems and local `$ref`
-//! (and, as the fail-closed reading of the spec's `$defs` ambiguity, every
-//! `$defs`/definitions entry, referenced or not). Any other keyword whose
-//! value could carry a subschema makes the walk unresolvable.
+//! allOf/anyOf/oneOf, if/then/else/not, items/prefixItems and local `$ref`.
+//! `$defs`/definitions entries are walked when a `$ref` reaches them, as the
+//! original does (an unreferenced entry constrains no instance); their shape
+//! is still checked. Any other keyword whose value could carry a subschema
+//! makes the walk unresolvable. A position holding a value of the wrong JSON
+//! type where a schema, a list of schemas or a mapping of schemas belongs is
+//! malformed, which denies with `malformed-schema` when nothing else does.
 
 use serde_json::{Map, Value};
 
@@ -15,8 +18,11 @@ use crate::normalize::{
     KeyCategories, is_exec_tainted_key, is_identifier_like_key, normalize_key_cow,
 };
 use crate::pattern;
-use crate::report::{FreeFormKey, UnresolvedCause};
-use crate::vocabulary::{UNRESOLVABLE_REFERENCE_KEYWORDS, walker_recognises};
+use crate::report::{FreeFormKey, Unresolved, UnresolvedCause};
+use crate::vocabulary::{
+    ARGUMENT_KEYS, COMMAND_KEYS, PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS,
+    UNRESOLVABLE_REFERENCE_KEYWORDS, walker_recognises,
+};
 
 impl<'a> Engine<'a> {
     /// Walks the whole schema from the root.
@@ -30,6 +36,18 @@ impl<'a> Engine<'a> {
             _ => self.walk(root, 0),
         }
         self.judge_pending_required();
+    }
+
+    /// Records a malformed position (also an unresolvable channel).
+    pub(crate) fn malformed(&mut self, what: &str) {
+        let path = self.pointer();
+        if self.malformed.len() < 64 {
+            self.malformed.push(Unresolved {
+                path,
+                cause: UnresolvedCause::Malformed(what.to_owned()),
+            });
+        }
+        self.unresolved(UnresolvedCause::Malformed(what.to_owned()));
     }
 
     /// Judges required names that no walked `properties` map declares.
@@ -49,12 +67,18 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Walks one schema node.
+    /// Walks one schema node, charging one reach unit for it.
     fn walk(&mut self, node: &'a Value, depth: usize) {
         if !self.charge() {
             self.unresolved(UnresolvedCause::NodeBudget);
             return;
         }
+        self.walk_node(node, depth);
+    }
+
+    /// Walks one schema node whose reach unit is already paid (a property
+    /// value is paid for with its property).
+    fn walk_node(&mut self, node: &'a Value, depth: usize) {
         if self.too_deep(depth) {
             self.unresolved(UnresolvedCause::DepthLimit);
             return;
@@ -63,24 +87,26 @@ impl<'a> Engine<'a> {
             Value::Object(m) => m,
             Value::Bool(_) => return,
             _ => {
-                self.unresolved(UnresolvedCause::Malformed("schema".to_owned()));
+                self.malformed("schema");
                 return;
             }
         };
         for (k, v) in m {
-            // Every keyword costs a unit, so a node with a million scalar
-            // keywords is as bounded as one with a million branches.
-            if !self.charge() {
+            // Every keyword costs a unit of work, so a node with a million
+            // scalar keywords is as bounded as one with a million branches.
+            if !self.charge_work() {
                 self.unresolved(UnresolvedCause::NodeBudget);
                 return;
             }
             self.push(Seg::Key(k));
             match k.as_str() {
                 "$ref" => self.walk_ref(v, depth),
+                "type" => self.check_type_shape(v),
                 "properties" => match v {
                     Value::Object(props) => {
                         for (pk, pv) in props {
-                            if self.exhausted {
+                            if self.exhausted || !self.charge() {
+                                self.unresolved(UnresolvedCause::NodeBudget);
                                 break;
                             }
                             self.declared_keys.insert(pk);
@@ -89,12 +115,13 @@ impl<'a> Engine<'a> {
                             self.pop();
                         }
                     }
-                    _ => self.unresolved(UnresolvedCause::Malformed("properties".to_owned())),
+                    _ => self.malformed("properties"),
                 },
                 "patternProperties" => match v {
                     Value::Object(props) => {
                         for (pattern, pv) in props {
-                            if self.exhausted {
+                            if self.exhausted || !self.charge() {
+                                self.unresolved(UnresolvedCause::NodeBudget);
                                 break;
                             }
                             self.push(Seg::Key(pattern));
@@ -102,9 +129,7 @@ impl<'a> Engine<'a> {
                             self.pop();
                         }
                     }
-                    _ => {
-                        self.unresolved(UnresolvedCause::Malformed("patternProperties".to_owned()))
-                    }
+                    _ => self.malformed("patternProperties"),
                 },
                 "additionalProperties" => match v {
                     Value::Bool(true) => {
@@ -119,13 +144,11 @@ impl<'a> Engine<'a> {
                         }
                         self.walk(v, depth + 1);
                     }
-                    _ => self.unresolved(UnresolvedCause::Malformed(
-                        "additionalProperties".to_owned(),
-                    )),
+                    _ => self.malformed("additionalProperties"),
                 },
                 "allOf" | "anyOf" | "oneOf" | "prefixItems" => match v {
                     Value::Array(branches) => self.walk_list(branches, depth),
-                    _ => self.unresolved(UnresolvedCause::Malformed(k.clone())),
+                    _ => self.malformed(k),
                 },
                 "items" => match v {
                     Value::Array(branches) => self.walk_list(branches, depth),
@@ -133,25 +156,19 @@ impl<'a> Engine<'a> {
                 },
                 "if" | "then" | "else" | "not" => self.walk(v, depth + 1),
                 "required" => self.consider_required(m, v, depth),
+                // Entries are walked when a `$ref` reaches them; their shape
+                // is checked here.
                 "$defs" | "definitions" => match v {
                     Value::Object(defs) => {
                         for (dk, dv) in defs {
-                            if self.exhausted {
-                                break;
+                            if !matches!(dv, Value::Object(_) | Value::Bool(_)) {
+                                self.push(Seg::Key(dk));
+                                self.malformed("definition");
+                                self.pop();
                             }
-                            let key = addr(dv);
-                            if self.memo.walked.contains(&key) || self.memo.walking.contains(&key) {
-                                continue;
-                            }
-                            self.memo.walking.insert(key);
-                            self.push(Seg::Key(dk));
-                            self.walk(dv, depth + 1);
-                            self.pop();
-                            self.memo.walking.remove(&key);
-                            self.memo.walked.insert(key);
                         }
                     }
-                    _ => self.unresolved(UnresolvedCause::Malformed(k.clone())),
+                    _ => self.malformed(k),
                 },
                 // Whitelist enforcement, on containers and leaves alike.
                 _ => self.check_other_keyword(k, v, depth),
@@ -176,7 +193,7 @@ impl<'a> Engine<'a> {
             Some(other) => other,
         };
         for name in names {
-            if !self.charge() {
+            if !self.charge_work() {
                 self.unresolved(UnresolvedCause::NodeBudget);
                 return;
             }
@@ -185,6 +202,21 @@ impl<'a> Engine<'a> {
             path.push(Seg::Key(name));
             self.pending_required
                 .push((name, governing, path, depth + 1));
+        }
+    }
+
+    /// A `type` whose value (or a member of whose list) is a list or a
+    /// mapping makes the original raise: malformed.
+    fn check_type_shape(&mut self, v: &Value) {
+        let bad = match v {
+            Value::Object(_) => true,
+            Value::Array(members) => members
+                .iter()
+                .any(|t| matches!(t, Value::Array(_) | Value::Object(_))),
+            _ => false,
+        };
+        if bad {
+            self.malformed("type");
         }
     }
 
@@ -204,7 +236,7 @@ impl<'a> Engine<'a> {
     /// again while it is being walked is a cycle (unresolvable).
     fn walk_ref(&mut self, v: &'a Value, depth: usize) {
         let Value::String(reference) = v else {
-            self.unresolved(UnresolvedCause::Malformed("$ref".to_owned()));
+            self.malformed("$ref");
             return;
         };
         let target = match self.resolve(reference) {
@@ -251,9 +283,9 @@ impl<'a> Engine<'a> {
 
     fn walk_property_value(&mut self, v: &'a Value, depth: usize) {
         match v {
-            Value::Object(_) => self.walk(v, depth),
+            Value::Object(_) => self.walk_node(v, depth),
             Value::Bool(_) => {}
-            _ => self.unresolved(UnresolvedCause::Malformed("property schema".to_owned())),
+            _ => self.malformed("property schema"),
         }
     }
 
@@ -287,24 +319,40 @@ impl<'a> Engine<'a> {
     }
 
     /// A `patternProperties` entry: the keys it may match are judged as
-    /// declared keys. With the `regex` feature the pattern is tested against
-    /// every spelling of every categorised key word; otherwise (or when it
-    /// does not compile) it is unresolvable, and its literal text is still
-    /// judged as a key (so `^command_line$` is a command key either way).
+    /// declared keys. With the `regex` feature the pattern is read as Python's
+    /// `re` reads it and searched in every spelling of every categorised key
+    /// word. A pattern that cannot be judged exactly (Python rejects it, the
+    /// linear engine cannot express it, the feature is off or the budget ran
+    /// out) is unresolvable and fails closed: it counts as matching every
+    /// categorised key word, and its literal text is judged as a key too.
     fn consider_pattern(&mut self, pattern_text: &'a str, v: &'a Value, depth: usize) {
         match pattern::matching_key_words(self, pattern_text) {
             Some(words) => {
                 for word in words {
                     self.classify_property(pattern_text, Cow::Borrowed(word), v, depth);
                 }
-                // The keys it matches beyond the key words are uncategorised.
-                self.classify_property(pattern_text, Cow::Borrowed(""), v, depth);
             }
             None => {
                 self.unresolved(UnresolvedCause::Pattern(pattern_text.to_owned()));
-                self.classify_property(pattern_text, normalize_key_cow(pattern_text), v, depth);
+                for word in REPRESENTATIVE_KEY_WORDS {
+                    self.classify_property(pattern_text, Cow::Borrowed(word), v, depth);
+                }
             }
         }
+        // The keys it matches beyond the key words are uncategorised, and its
+        // literal text may itself be a key (`^command_line$`).
+        self.classify_property(pattern_text, Cow::Borrowed(""), v, depth);
+        self.classify_property(pattern_text, normalize_key_cow(pattern_text), v, depth);
         self.walk_property_value(v, depth);
     }
 }
+
+/// One key word of each category a pattern may hide: command, program,
+/// argument, payload, selector.
+const REPRESENTATIVE_KEY_WORDS: [&str; 5] = [
+    COMMAND_KEYS[0],
+    PROGRAM_KEYS[0],
+    ARGUMENT_KEYS[0],
+    PAYLOAD_KEYS[0],
+    SELECTOR_KEYS[0],
+];

@@ -19,10 +19,17 @@ fn documented_differences() {
         None,
         CMD,
     );
-    // Unreferenced $defs are walked for free-form keys.
+    // Unreferenced $defs constrain nothing and are not walked (as in the
+    // original); referenced ones are.
     check(
         "notebook",
         json!({"type": "object", "$defs": {"X": {"properties": {"cmd": {"type": "string"}}}}}),
+        None,
+        None,
+    );
+    check(
+        "notebook",
+        json!({"type": "object", "properties": {"o": {"$ref": "#/$defs/X"}}, "$defs": {"X": {"properties": {"cmd": {"type": "string"}}}}}),
         None,
         CMD,
     );

@@ -4,6 +4,7 @@ mod batch;
 mod cases;
 mod contracts;
 mod differences;
+mod fail_closed;
 mod props;
 mod worst;
 

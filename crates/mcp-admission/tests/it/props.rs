@@ -167,6 +167,25 @@ fn denied(name: &str, schema: &Value, description: Option<&str>) -> bool {
         .is_some()
 }
 
+/// JSON text of `v` with every object's members in reverse order.
+fn reversed_text(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let members: Vec<String> = m
+                .iter()
+                .rev()
+                .map(|(k, v)| format!("{}:{}", Value::from(k.as_str()), reversed_text(v)))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(reversed_text).collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Wraps the value of top-level property `key` in one of the indirections.
 fn wrap(schema: &Value, key: &str, how: usize) -> Value {
     let mut out = schema.clone();
@@ -224,6 +243,16 @@ proptest! {
         let key = &keys[pick.index(keys.len())];
         let wrapped = wrap(&schema, key, how);
         prop_assert!(denied(name, &wrapped, description), "wrapped {}: {}", key, wrapped);
+    }
+
+    #[test]
+    fn member_reordering_never_changes_the_verdict((name, description, schema) in tool(), noise in any_json()) {
+        for schema in [&schema, &noise] {
+            let reordered: Value = serde_json::from_str(&reversed_text(schema)).expect("json");
+            let a = explain_tool_admission(name, Some(schema), description);
+            let b = explain_tool_admission(name, Some(&reordered), description);
+            prop_assert_eq!(a.reason, b.reason, "{}", reversed_text(schema));
+        }
     }
 
     #[test]
