@@ -35,6 +35,7 @@ mod engine;
 mod error;
 mod hooks;
 mod migrate;
+mod mirror;
 pub mod query;
 mod recorder;
 mod service;
@@ -47,6 +48,11 @@ pub use error::StoreError;
 pub use hooks::SESSION_COLUMNS;
 pub use lifecycle_core::{SessionEnd, SessionStart, Usage};
 pub use migrate::{MIGRATIONS, Migration, migrate, schema_version};
+pub use mirror::{
+    LineageOutcome, MIRROR_KIND, MIRROR_RECONCILE_ID, MIRROR_WRITER_ID, MirrorBatch, MirrorCursor,
+    MirrorMessage, MirrorSession, MirrorWrite, REACTIVATION_JUSTIFICATION, ReconcileAction,
+    mirror_reconciler, mirror_writer,
+};
 pub use service::{
     AdminEvent, LEGACY_COLUMNS, LegacyTransitionRequest, LegacyTransitionResult, StatusUpdate,
     Store,

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "session_owner_and_spawn",
         sql: include_str!("../migrations/0002_session_owner_and_spawn.sql"),
     },
+    Migration {
+        version: 5,
+        name: "transcript_mirror",
+        sql: include_str!("../migrations/0005_transcript_mirror.sql"),
+    },
 ];
 
 impl Migration {

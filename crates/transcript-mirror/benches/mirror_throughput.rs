@@ -1,0 +1,2 @@
+//! Mirror throughput against a bare serde_json parse (placeholder).
+fn main() {}

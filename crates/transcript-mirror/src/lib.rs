@@ -1,0 +1,42 @@
+//! Mirrors Claude Code and Codex transcripts into the lifecycle store.
+//!
+//! A Claude Code session (`~/.claude/projects/<project>/<session>.jsonl`) or
+//! a Codex session (`~/.codex/sessions/**/rollout-*.jsonl`) becomes a
+//! session of kind `mirrored` with one branch, one progression and its
+//! conversation as messages (`user`, `assistant`, `action`). [`Mirror`]
+//! walks the roots, reads each file from its stored cursor line by line
+//! (never the whole file), writes bounded batches through
+//! [`state_sqlite::Store::mirror_session`] and then reconciles liveness.
+//!
+//! - Idempotent: message ids derive from the transcript event (source,
+//!   session, event uuid or byte offset, block index), so re-reading, in
+//!   any process, adds no row.
+//! - Bad input costs only itself: a truncated last line is left for the
+//!   next pass, bytes that are not UTF-8 become U+FFFD, unknown event types
+//!   are counted and skipped, a line over the cap is skipped unbuffered.
+//! - Status belongs to the reconcile: liveness from `last_message_at`,
+//!   completed means dormant, reactivation through the audited override.
+//!
+//! The store owns the SQL (`state_sqlite::mirror`): this crate parses
+//! transcripts and builds batches.
+//!
+#![doc = include_str!("../README.md")]
+//!
+//! Features: none.
+
+mod claude;
+mod codex;
+mod error;
+mod file;
+mod ids;
+mod mirror;
+mod parse;
+mod reader;
+mod time;
+
+pub use error::MirrorError;
+pub use file::FileReport;
+pub use ids::{branch_id, derive_id, progression_id};
+pub use mirror::{Mirror, MirrorConfig, PassReport, ReconcileReport, discover, parse_window};
+pub use parse::{LineStats, Source};
+pub use time::parse_rfc3339;

@@ -1,0 +1,205 @@
+//! End-to-end passes over the fixture transcripts.
+
+use std::time::SystemTime;
+
+use transcript_mirror::{Mirror, branch_id, progression_id};
+
+use crate::common::{CODEX, Env, S1, S2};
+
+// contract: SQL-052
+#[test]
+fn re_reading_the_same_transcripts_adds_no_rows() {
+    let env = Env::new();
+    env.copy_fixtures();
+    let first = env.mirror().pass(SystemTime::now()).expect("pass");
+    assert_eq!(first.messages_added, 9 + 4 + 6, "{first:#?}");
+    let counts = env.row_counts();
+    let ids = |env: &Env| {
+        let conn = env.store.engine().conn().expect("conn");
+        let mut stmt = conn
+            .prepare("SELECT id FROM messages ORDER BY id")
+            .expect("prepare");
+        stmt.query_map([], |r| r.get::<_, String>(0))
+            .expect("query")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("rows")
+    };
+    let before = ids(&env);
+    // Forget every cursor and start a fresh mirror (as another process
+    // would): everything is read again, and nothing is added.
+    env.exec("DELETE FROM mirror_cursors");
+    let again = Mirror::new(env.store.clone(), env.config())
+        .pass(SystemTime::now())
+        .expect("second pass");
+    assert!(again.stats.lines > 0, "the files were really read again");
+    assert_eq!(again.messages_added, 0);
+    assert_eq!(env.row_counts(), counts);
+    assert_eq!(ids(&env), before, "ids are derived, not generated");
+}
+
+// contract: SQL-054
+#[test]
+fn each_event_becomes_messages_under_the_session_branch_and_progression() {
+    let env = Env::new();
+    env.copy_fixtures();
+    env.mirror().pass(SystemTime::now()).expect("pass");
+    let conn = env.store.engine().conn().expect("conn");
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.role, m.content, m.branch_id FROM progression_items p
+             JOIN messages m ON m.id = p.message_id
+             WHERE p.progression_id = ?1 ORDER BY p.position",
+        )
+        .expect("prepare");
+    let rows: Vec<(String, String, String)> = stmt
+        .query_map([progression_id(S1)], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let roles: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "assistant",
+            "action",
+            "action",
+            "assistant",
+            "user",
+            "action",
+            "assistant",
+            "action"
+        ]
+    );
+    assert!(rows.iter().all(|r| r.2 == branch_id(S1)));
+    // One assistant event (text + tool_use) became two messages.
+    let text: serde_json::Value = serde_json::from_str(&rows[1].1).expect("json");
+    assert_eq!(text["assistant_response"], "Let me read the test first.");
+    let call: serde_json::Value = serde_json::from_str(&rows[2].1).expect("json");
+    assert_eq!(call["function"], "Read");
+    assert_eq!(
+        call["arguments"]["file_path"],
+        "/home/dev/acme/tests/test_login.py"
+    );
+    let result: serde_json::Value = serde_json::from_str(&rows[3].1).expect("json");
+    assert_eq!(result["function"], "Read");
+    assert!(
+        result["output"]
+            .as_str()
+            .expect("output")
+            .contains("def test_login")
+    );
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM messages WHERE session_id = '{S1}'"
+        )),
+        9
+    );
+    assert_eq!(
+        env.count(&format!(
+            "SELECT count(*) FROM messages WHERE session_id = '{S2}'"
+        )),
+        4
+    );
+}
+
+// contract: SQL-055
+#[test]
+fn the_first_mirror_creates_a_rich_session_row_and_its_branch() {
+    let env = Env::new();
+    env.copy_fixtures();
+    env.mirror().pass(SystemTime::now()).expect("pass");
+    let q =
+        |col: &str, id: &str| env.text(&format!("SELECT {col} FROM sessions WHERE id = ?1"), id);
+    assert_eq!(q("project", S1).as_deref(), Some("acme"));
+    assert_eq!(
+        q("model", S1).as_deref(),
+        Some("claude-sonnet-4-5-20250929")
+    );
+    assert_eq!(q("agent_name", S1).as_deref(), Some("claude-code"));
+    assert_eq!(q("kind", S1).as_deref(), Some("mirrored"));
+    assert_eq!(q("project", CODEX).as_deref(), Some("widgets"));
+    assert_eq!(q("model", CODEX).as_deref(), Some("gpt-5-codex"));
+    assert_eq!(q("agent_name", CODEX).as_deref(), Some("codex"));
+    for id in [S1, S2, CODEX] {
+        assert_eq!(
+            env.text(
+                "SELECT session_id FROM branches WHERE id = ?1",
+                &branch_id(id)
+            )
+            .as_deref(),
+            Some(id)
+        );
+        let history = env.store.history("session", id).expect("history");
+        assert_eq!(history[0].from_status, None);
+        assert_eq!(history[0].to_status, "running");
+        assert_eq!(history[0].actor_id, state_sqlite::MIRROR_WRITER_ID);
+    }
+}
+
+#[test]
+fn codex_rollouts_mirror_their_conversation_only() {
+    let env = Env::new();
+    env.copy_fixtures();
+    let report = env.mirror().pass(SystemTime::now()).expect("pass");
+    let conn = env.store.engine().conn().expect("conn");
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.role, m.content FROM progression_items p JOIN messages m ON m.id = p.message_id
+             WHERE p.progression_id = ?1 ORDER BY p.position",
+        )
+        .expect("prepare");
+    let rows: Vec<(String, serde_json::Value)> = stmt
+        .query_map([progression_id(CODEX)], |r| {
+            Ok((
+                r.get(0)?,
+                serde_json::from_str(&r.get::<_, String>(1)?).expect("json"),
+            ))
+        })
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let roles: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "action", "action", "assistant", "action", "action"]
+    );
+    assert_eq!(rows[0].1["instruction"], "list the rust files");
+    assert_eq!(rows[1].1["function"], "shell");
+    assert_eq!(rows[1].1["arguments"]["command"][2], "ls *.rs");
+    assert_eq!(rows[2].1["function"], "shell");
+    assert_eq!(rows[5].1["function"], "apply_patch");
+    // The echoes and the preamble were counted, not mirrored.
+    assert_eq!(report.stats.skipped.get("event_msg"), Some(&3));
+    assert_eq!(
+        report.stats.skipped.get("response_item/message (preamble)"),
+        Some(&1)
+    );
+}
+
+#[test]
+fn a_second_pass_reads_only_what_was_appended() {
+    let env = Env::new();
+    env.copy_fixtures();
+    let mut mirror = env.mirror();
+    mirror.pass(SystemTime::now()).expect("pass");
+    let idle = mirror.pass(SystemTime::now()).expect("pass");
+    assert_eq!(idle.stats.bytes, 0);
+    assert!(idle.files.is_empty());
+    let line = crate::common::claude_user(
+        S1,
+        "new-1",
+        Some("a1000000-0000-4000-8000-000000000010"),
+        1_800_000_000_000_000,
+        "more",
+    );
+    crate::common::append(&env.claude_file(S1), &line);
+    let next = mirror.pass(SystemTime::now()).expect("pass");
+    assert_eq!(next.stats.bytes, line.len() as u64);
+    assert_eq!(next.messages_added, 1);
+    // A fresh mirror resumes from the stored cursor too.
+    let fresh = env.mirror().pass(SystemTime::now()).expect("pass");
+    assert_eq!(fresh.stats.bytes, 0);
+}
