@@ -79,49 +79,12 @@ pub(crate) const DEMO_SCRIPT: &str = r#"[
   {"type": "stream", "chunks": ["Reading the task. ", "Planning the change. ", "Done: README updated."]}
 ]"#;
 
-/// `lionrt __scripted-leg --script FILE`: prints the file's non-empty lines
-/// on stdout (the scripted provider's CLI). Like a real agent it can change
-/// its working directory: a `tool_use` line for the tool `write_file` with
-/// `{"path", "content"}` writes that file (a relative path inside the
-/// working directory only) before the line is printed.
+/// `lionrt __scripted-leg --script FILE`: the scripted provider's leg
+/// (`providers_scripted::run_leg`), so `lionrt run` needs no other binary.
 pub(crate) fn scripted_leg(script: &Path) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(script)
-        .with_context(|| format!("reading script {}", script.display()))?;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        if let Ok(value) = serde_json::from_str::<Value>(line)
-            && value.get("type").and_then(Value::as_str) == Some("tool_use")
-            && value.get("name").and_then(Value::as_str) == Some("write_file")
-        {
-            write_file_tool(&value["input"])?;
-        }
-        out::line(line);
-    }
+    let stdout = std::io::stdout();
+    providers_scripted::run_leg(script, &mut stdout.lock())?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn write_file_tool(input: &Value) -> Result<()> {
-    let path = input
-        .get("path")
-        .and_then(Value::as_str)
-        .context("write_file needs a string path")?;
-    let content = input
-        .get("content")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let rel = Path::new(path);
-    let inside = rel
-        .components()
-        .all(|c| matches!(c, std::path::Component::Normal(_)));
-    if !inside || path.is_empty() {
-        anyhow::bail!(
-            "write_file path {path:?} must be relative and stay inside the working directory"
-        );
-    }
-    if let Some(parent) = rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-    }
-    std::fs::write(rel, content).with_context(|| format!("writing {path}"))
 }
 
 pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
@@ -220,7 +183,8 @@ async fn main_job(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
             };
             let script = ScriptModel::from_json(&text)?;
             let exe = std::env::current_exe().context("locating the lionrt binary")?;
-            let provider = ScriptedProvider::new(exe, scratch.path(), script);
+            let provider =
+                ScriptedProvider::new(exe, scratch.path(), script).with_leg_args(["__scripted-leg"]);
             supervise(&provider, &request, &store, &session, &mut signals).await
         }
         ProviderName::Claude => {

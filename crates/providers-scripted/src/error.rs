@@ -53,6 +53,23 @@ pub enum Error {
     /// The provider's endpoint lock was poisoned by a panic elsewhere.
     #[error("scripted endpoint state is poisoned")]
     Poisoned,
+    /// The scripted leg could not read its file, write stdout or act on a tool.
+    #[error("scripted leg: {what}")]
+    LegIo {
+        /// What it was doing.
+        what: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A tool line the scripted leg acts on has bad input.
+    #[error("scripted leg: tool {tool} {problem}")]
+    LegTool {
+        /// The tool name.
+        tool: &'static str,
+        /// What is wrong.
+        problem: &'static str,
+    },
     /// The request could not be turned into an invocation.
     #[error(transparent)]
     Core(#[from] providers_core::Error),

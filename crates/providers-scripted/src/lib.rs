@@ -10,9 +10,13 @@
 //! - [`ScriptedEndpoint`] records calls; cloning it gives an independent
 //!   copy of the script.
 //! - [`ScriptedProvider`] is a `Provider` whose argv is
-//!   `[<program>, "__scripted-leg", "--script", <file>]`, with the file's
+//!   `[<program>, <leg args>..., "--script", <file>]`, with the file's
 //!   NDJSON (from [`response_to_ndjson`]) in [`Invocation::files`];
 //!   [`ScriptedParser`] reads it back.
+//! - [`run_leg`] is the leg itself (prints the file, acts on the
+//!   `write_file`, `sleep` and `run_command` tool lines). The crate's
+//!   `scripted-leg` binary runs it, so the scripted provider needs no host
+//!   binary: `ScriptedProvider::new(<path of scripted-leg>, dir, script)`.
 //!
 //! `when` semantics the spec leaves open, chosen here: every predicate in
 //! one `when` must hold (AND), and `after_calls: n` holds once `n` calls
@@ -38,10 +42,12 @@
 
 mod endpoint;
 mod error;
+mod leg;
 mod provider;
 mod script;
 
 pub use endpoint::ScriptedEndpoint;
 pub use error::Error;
+pub use leg::run_leg;
 pub use provider::{ScriptedParser, ScriptedProvider, response_to_ndjson};
 pub use script::{Response, ScriptCall, ScriptEntry, ScriptMode, ScriptModel, When};

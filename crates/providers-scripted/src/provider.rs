@@ -159,14 +159,19 @@ impl StreamParser for ScriptedParser {
 
 /// The scripted provider: each invocation takes the script's next response
 /// for the request's prompt, writes it as an NDJSON file (listed in
-/// [`Invocation::files`]) and runs `<program> __scripted-leg --script
-/// <file>`, a CLI that prints the file's lines. `lionrt` is such a CLI.
+/// [`Invocation::files`]) and runs `<program> [leg args...] --script
+/// <file>`, a CLI that replays the file ([`crate::run_leg`]): this crate's
+/// `scripted-leg` binary (no leg args), or a host binary that calls
+/// `run_leg` behind a subcommand (`lionrt __scripted-leg`, set with
+/// [`ScriptedProvider::with_leg_args`]).
 #[derive(Debug)]
 pub struct ScriptedProvider {
     /// The CLI that replays a script file.
     pub program: PathBuf,
     /// Where per-leg script files are written.
     pub script_dir: PathBuf,
+    /// Arguments put between the program and `--script` (e.g. a subcommand).
+    pub leg_args: Vec<String>,
     endpoint: Mutex<(ScriptedEndpoint, usize)>,
 }
 
@@ -180,8 +185,20 @@ impl ScriptedProvider {
         Self {
             program: program.into(),
             script_dir: script_dir.into(),
+            leg_args: Vec::new(),
             endpoint: Mutex::new((ScriptedEndpoint::new(script), 0)),
         }
+    }
+
+    /// Puts `args` between the program and `--script` (a host binary's
+    /// subcommand that calls [`crate::run_leg`]).
+    pub fn with_leg_args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.leg_args = args.into_iter().map(Into::into).collect();
+        self
     }
 
     /// The calls answered so far.
@@ -216,13 +233,12 @@ impl Provider for ScriptedProvider {
             .clone()
             .unwrap_or_else(|| format!("scripted-{legs}"));
         let path = self.script_dir.join(format!("scripted-leg-{legs}.ndjson"));
+        let mut argv = vec![self.program.to_string_lossy().into_owned()];
+        argv.extend(self.leg_args.iter().cloned());
+        argv.push("--script".into());
+        argv.push(path.to_string_lossy().into_owned());
         Ok(Invocation {
-            argv: vec![
-                self.program.to_string_lossy().into_owned(),
-                "__scripted-leg".into(),
-                "--script".into(),
-                path.to_string_lossy().into_owned(),
-            ],
+            argv,
             cwd: request.workspace.clone(),
             stdin: Stdin::Null,
             files: vec![PrivateFile {

@@ -26,7 +26,8 @@ fn legs_replay_the_script_through_the_cli() {
         {"type": "tool_call", "id": "c1", "name": "read", "arguments": {"path": "README.md"}, "when": {"has_tool": "read"}},
         {"type": "error", "message": "rate limited", "status": 429}
     ]"#).unwrap();
-    let p = ScriptedProvider::new("/usr/bin/lionrt", dir.path(), script);
+    let p = ScriptedProvider::new("/usr/bin/lionrt", dir.path(), script)
+        .with_leg_args(["__scripted-leg"]);
     assert!(p.streams_first_output_early());
 
     let inv = p.invocation(&AgentRequest::new("say hello")).unwrap();
