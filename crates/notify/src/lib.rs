@@ -1,0 +1,84 @@
+//! Terminal-run notifications: the run-terminal envelope, the callback
+//! registry, `notify.on_terminal` settings and the exec adapter.
+//!
+//! After a store commits a terminal transition of an execution entity
+//! (session, invocation, schedule_run, play) it calls its terminal sinks;
+//! [`TerminalNotifier`] is the sink that turns the committed transition
+//! into a [`RunTerminalEnvelope`] (schema version 1) and emits it on a
+//! [`Registry`]. [`Registry::emit`] pushes the envelope to every matching
+//! handler concurrently under one shared deadline; handler failures,
+//! panics and timeouts are logged and swallowed and can never touch the
+//! committed write. An override registration (for example the one
+//! [`register_run_notify_outcome_scope`] installs) replaces the
+//! non-override handlers for the envelopes it matches.
+//!
+//! [`resolve_on_terminal`] turns the three levels of `notify.on_terminal`
+//! (per-run override, project, global) into a [`Resolution`]: an exec
+//! adapter with its filter, or disabled, with a migration warning when a
+//! configured value was refused. Nothing ever reaches a shell. The
+//! [`ExecAdapter`] runs the argv in its own process group through
+//! cli-supervisor's teardown routine, the envelope as JSON on stdin, and
+//! ends and reaps the child at its timeout or when the call is cancelled.
+//!
+//! **Seam:** [`TerminalNotifier`] implements lifecycle-core's
+//! `TerminalSink`; a run records its outcome through [`OutcomeSink`]
+//! ([`RunDir`] writes `notify_outcome.json`). The library reads no file
+//! and no environment variable: the binary loads settings and passes the
+//! parsed values.
+//!
+//! **Secrets:** adapter argv values never reach a warning, a log record,
+//! an error message or `notify_outcome.json`: an adapter is named by the
+//! basename of its program, snippets pass [`redact_argv_values`], and raw
+//! stderr goes to an owner-only (0600) file referred to by path.
+//!
+//! # Decisions where the spec is open
+//!
+//! - **Masking:** the highest level that sets `on_terminal` decides alone,
+//!   so an explicit `enabled: false` in a per-run override masks project
+//!   and global settings (the original does the same).
+//! - **`python` adapters** load Python code in-process, which this runtime
+//!   cannot do: they resolve to disabled with a migration warning (reason
+//!   `python_adapter_unsupported`); an unknown kind is refused the same way.
+//!   In-process Rust callbacks register directly on the [`Registry`].
+//! - **Shell features** are read by quote state, not by a regex over the
+//!   raw string: `"$HOME"` in double quotes needs a shell (refused),
+//!   `'a|b'` in single quotes and backslash-escaped characters do not.
+//! - **Malformed mapping values** (a non-boolean `enabled`, an empty filter
+//!   list) are refused rather than read loosely: fail closed.
+//! - **Redaction** covers argument values (`argv[1..]`), not the program
+//!   path; overlapping occurrences merge into one replaced span.
+//! - **Process group, not session:** cli-supervisor starts the child as the
+//!   leader of a new process group (`setpgid`), which is what the original's
+//!   `start_new_session` is used for here: one group to end.
+//!
+//! # Example
+//!
+#![doc = include_str!("../README.md")]
+
+mod envelope;
+mod error;
+mod exec;
+mod outcome;
+mod redact;
+mod registry;
+mod scope;
+mod settings;
+mod sink;
+
+pub use envelope::{Correlation, EntityRef, RunTerminalEnvelope, SCHEMA_NAME, SCHEMA_VERSION};
+pub use error::{BoxError, Error};
+pub use exec::{Ending, ExecAdapter, ExecReport};
+pub use outcome::{NotifyOutcome, OutcomeSink, RunDir, reason};
+pub use redact::{Argv, MIN_REDACTABLE_ARG_LEN, REDACTED, adapter_label, redact_argv_values};
+pub use registry::{
+    DEFAULT_BUDGET, EmitReport, Filter, Handler, HandlerFuture, Registration, Registry,
+};
+pub use scope::{
+    RunScope, SETTINGS_REGISTRATION, register_run_notify_outcome_scope,
+    register_settings_terminal_callback, unregister_run_notify_outcome_scope,
+};
+pub use settings::{
+    Adapter, Level, Refusal, Resolution, ResolvedHandler, needs_shell, on_terminal_in,
+    resolve_on_terminal, resolve_value,
+};
+pub use sink::TerminalNotifier;

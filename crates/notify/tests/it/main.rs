@@ -1,0 +1,9 @@
+//! Integration tests for notify: one binary, one module per concern.
+
+mod common;
+mod envelope;
+mod exec;
+mod redact;
+mod registry;
+mod scope;
+mod settings;
