@@ -1,0 +1,48 @@
+//! Fail-closed pre-invocation security gate for tool calls.
+//!
+//! A [`Gate`] holds two buckets: security [`Control`]s (the permission
+//! policy, the destructive-command guard, the path guard, any session-level
+//! gate) and user [`PreHook`]s. [`Gate::check`] runs the security pass, the
+//! user hooks (which may rewrite arguments) and the security pass again on
+//! the final arguments, and returns an immutable [`GateResult`]. Every
+//! control evaluates exactly once per pass; an error or a panic in any of
+//! them refuses the call. A refusal says whether the control answered no or
+//! could not answer at all ([`GateResult::errored`]).
+//!
+//! The crate also holds the pieces that sit next to the gate in the
+//! original: MCP config resolution ([`resolve_mcp_config`]), the nudge
+//! engine ([`NudgeEngine`]) and messenger events ([`Messenger`]).
+//!
+//! **Invariant:** no I/O except `lstat`/`canonicalize` in the path guard and
+//! the MCP config lookup; no environment variable is read; no tokio. A gate
+//! is `Send + Sync` and cheap to clone, so an async MCP client can call
+//! [`Gate::check`] in front of `tools/call`.
+#![doc = include_str!("../README.md")]
+
+mod call;
+mod control;
+mod destructive;
+mod error;
+mod gate;
+mod mcp_config;
+mod messenger;
+mod nudge;
+mod paths;
+mod policy;
+mod result;
+
+pub use call::ToolCall;
+pub use control::{Control, FnControl, FnHook, HookControl, PreHook};
+pub use destructive::{BudgetExceeded, DestructiveGuard, Finding};
+pub use error::{ControlUnavailable, Error, HookError, PermissionError, PermissionErrorKind};
+pub use gate::{Gate, GateBuilder, GuardSpec, run_pass};
+pub use mcp_config::{
+    McpConfigQuery, McpConfigSource, McpConsumer, ResolvedMcpConfig, resolve_mcp_config,
+};
+pub use messenger::{CallbackError, Event, Message, Messenger};
+pub use nudge::{NudgeEngine, NudgeError, NudgeRule, Nudges, estimate_tokens};
+pub use paths::{
+    DEFAULT_PATH_KEYS, DEFAULT_PROTECTED_BASENAMES, PathDenial, PathGuard, PathGuardConfig,
+};
+pub use policy::{Decision, EscalationAnswer, EscalationHandler, PermissionPolicy, Rule};
+pub use result::{DenyKind, GateDenied, GateResult, Stage};
