@@ -132,11 +132,11 @@ pub enum Error {
         id: String,
         /// The step that failed: `remove worktree` or `delete branch`.
         step: &'static str,
-        /// The worktree path or branch name.
+        /// The worktree path, admin folder or branch name.
         target: String,
-        /// Why it failed.
+        /// Why it failed (a git or filesystem error, or a locked worktree).
         #[source]
-        source: git2::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A completion-evidence probe failed (only inside
     /// [`crate::CompletionEvidence::failure`]).

@@ -28,6 +28,14 @@
 //!   once both are gone; a partial failure ([`Error::CleanupIncomplete`])
 //!   keeps the session active and a later call completes it. Cleanup discards
 //!   uncommitted work in the sandbox and deletes the branch merged or not.
+//! - **Crash safety**: a create or cleanup killed at any instant leaves a
+//!   sandbox that [`list_sandboxes`] lists and [`cleanup_sandbox`] removes
+//!   completely (work tree, admin folder under `.git/worktrees`, branch,
+//!   metadata); a create with the same id rolls it back itself. Create and
+//!   cleanup apply `git worktree prune` rules to stale admin folders. The
+//!   crate registers worktrees and checks branches out itself rather than
+//!   through libgit2's worktree add, list and branch delete, which a single
+//!   pair of half-made admin folders wedges (see the `admin` module).
 //! - **Merge** ([`merge_sandbox`]) refuses a detached `repo_root`, a
 //!   `repo_root` not on the recorded base branch (never checking one out), and
 //!   a protected target (`main`, `master`, `release*`, any ASCII case) unless
@@ -116,6 +124,7 @@
 //! crate (git's ignore rules only) because libgit2's status walk was several
 //! times slower than `git ls-files`; tests cross-check it against the git CLI.
 
+mod admin;
 mod backend;
 mod error;
 mod evidence;

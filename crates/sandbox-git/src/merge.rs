@@ -5,6 +5,7 @@ use std::path::Path;
 use git2::{BranchType, ErrorCode, Repository, StatusOptions, build::CheckoutBuilder};
 use serde::{Deserialize, Serialize};
 
+use crate::admin::{self, AdminState};
 use crate::error::Error;
 use crate::session::{
     self, CleanupReport, SandboxSession, cleanup_sandbox, current_branch, find_sandbox,
@@ -113,7 +114,7 @@ pub fn merge_sandbox(
     }
 
     if options.cleanup {
-        refuse_dirty_sandbox(&repo, &repo_root, session)?;
+        refuse_dirty_sandbox(&repo, session)?;
     }
     let outcome = merge_into_head(&repo, &repo_root, session)?;
     drop(repo);
@@ -144,40 +145,35 @@ pub fn merge_sandbox_by_id(
     merge_sandbox(&mut session, options)
 }
 
-fn refuse_dirty_sandbox(
-    repo: &Repository,
-    repo_root: &Path,
-    session: &SandboxSession,
-) -> Result<(), Error> {
-    let name = session.worktree_name();
-    let registered = repo
-        .worktrees()
-        .map_err(|e| Error::git("list worktrees", repo_root, e))?
-        .iter_bytes()
-        .any(|n| n == name.as_bytes());
-    if !registered {
+fn refuse_dirty_sandbox(repo: &Repository, session: &SandboxSession) -> Result<(), Error> {
+    let admin_dir = admin::admin_dir(repo.commondir(), &session.id);
+    // A half-made sandbox has no worktree to be dirty; a locked one is
+    // checked too, since its cleanup only waits for the unlock.
+    let worktree = match admin::admin_state(&admin_dir, true) {
+        AdminState::Valid { worktree } => worktree,
+        AdminState::Locked => match admin::recorded_worktree(&admin_dir) {
+            Some(worktree) => worktree,
+            None => return Ok(()),
+        },
+        AdminState::Absent | AdminState::Stale { .. } => return Ok(()),
+    };
+    if !worktree.exists() {
         return Ok(());
     }
-    let worktree = repo
-        .find_worktree(&name)
-        .map_err(|e| Error::git("look up worktree", repo_root, e))?;
-    if !worktree.path().exists() {
-        return Ok(());
-    }
-    let sandbox = Repository::open_from_worktree(&worktree)
-        .map_err(|e| Error::git("open worktree", worktree.path(), e))?;
+    let sandbox =
+        Repository::open(&worktree).map_err(|e| Error::git("open worktree", &worktree, e))?;
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .include_ignored(false)
         .exclude_submodules(true);
     let dirty = !sandbox
         .statuses(Some(&mut opts))
-        .map_err(|e| Error::git("read status", worktree.path(), e))?
+        .map_err(|e| Error::git("read status", &worktree, e))?
         .is_empty();
     if dirty {
         return Err(Error::SandboxDirty {
             id: session.id.clone(),
-            worktree: worktree.path().to_owned(),
+            worktree,
         });
     }
     Ok(())

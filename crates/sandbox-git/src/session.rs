@@ -4,27 +4,28 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use git2::{BranchType, ErrorCode, Repository, WorktreeAddOptions, WorktreePruneOptions};
+use git2::{BranchType, ErrorCode, Repository};
 use serde::{Deserialize, Serialize};
 
+use crate::admin::{self, AdminState, WORKTREE_PREFIX};
 use crate::error::Error;
 
 /// Every sandbox branch is `lionrt/sandbox/<id>`; [`list_sandboxes`] finds
 /// sandboxes by this prefix.
 pub const BRANCH_PREFIX: &str = "lionrt/sandbox/";
 
-/// Git worktree names cannot contain `/`, so the worktree is registered as
-/// `lionrt-sandbox-<id>`.
-const WORKTREE_PREFIX: &str = "lionrt-sandbox-";
-
 /// The directory, in the common git dir, of one `<id>.json` file per sandbox
-/// recording its base branch, base commit and worktree path. It outlives a
-/// partial cleanup so a retry, or `lionrt sandbox ls`, still knows the
-/// sandbox; it is removed once the worktree and the branch are both gone.
+/// recording its base branch, base commit and worktree path. It is written
+/// first on create (marked `creating` until the worktree is complete) and
+/// removed last on cleanup, so a create or cleanup killed at any instant
+/// leaves a sandbox that `lionrt sandbox ls` lists and cleanup removes.
 /// A file per sandbox rather than entries in `.git/config`: creating
 /// sandboxes in parallel then takes no shared lock, and nothing accumulates
 /// (libgit2 leaves an empty section header behind per removed section).
 const META_DIR: &str = "lionrt-sandbox-meta";
+
+/// The default directory, in the common git dir, of sandbox work trees.
+const DEFAULT_DIR: &str = "lionrt-sandboxes";
 
 /// Options of [`create_sandbox`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -101,8 +102,8 @@ impl SandboxSession {
     /// When the repository cannot be read.
     pub fn refresh_active(&mut self) -> Result<bool, Error> {
         let repo = open(&self.repo_root)?;
-        let active = worktree_registered(&repo, &self.worktree_name(), &self.repo_root)?
-            || branch_exists(&repo, &self.branch, &self.repo_root)?;
+        let meta = read_meta(&repo, &self.id);
+        let active = is_active(&repo, &self.repo_root, &self.id, &meta)?;
         self.active = active;
         Ok(active)
     }
@@ -117,7 +118,14 @@ impl SandboxSession {
 /// branch to record, and the literal `HEAD` is never recorded);
 /// [`Error::UnbornHead`] before the first commit; [`Error::InvalidId`],
 /// [`Error::BranchExists`], [`Error::SandboxExists`]; git and io failures.
-/// A failure after the branch was made removes the branch again.
+/// A failure after the metadata was written removes the sandbox again.
+///
+/// Crash-safe: the metadata is written first (marked `creating`), then the
+/// branch, then the worktree, then the metadata is marked complete. A create
+/// killed at any instant leaves a sandbox that [`list_sandboxes`] lists and
+/// [`cleanup_sandbox`] removes, and a later create with the same id rolls it
+/// back itself. Stale worktree admin folders are pruned first (see
+/// [`cleanup_sandbox`]).
 #[tracing::instrument(skip_all, fields(repo_root = %repo_root.display()))]
 pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<SandboxSession, Error> {
     let repo_root = canonical(repo_root)?;
@@ -136,19 +144,26 @@ pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<Sandb
         None => generate_id(),
     };
     let branch = format!("{BRANCH_PREFIX}{id}");
-    let _lock = lock_repo(&repo, &repo_root)?;
+    let lock = lock_repo(&repo, &repo_root)?;
+    prune_stale(&repo, &repo_root)?;
+    // Metadata still marked `creating` while we hold the lock belongs to a
+    // create that died half-way: nothing was handed out, so it is rolled back.
+    if meta_file(&repo, &id).is_some_and(|m| m.creating) {
+        tracing::info!(%id, "rolling back a half-made sandbox of a create that died");
+        let _rolled_back = remove_locked(&repo, &id)?;
+    }
     if branch_exists(&repo, &branch, &repo_root)? {
         return Err(Error::BranchExists { branch });
     }
     // A worktree left registered under this id (its branch gone) belongs to
     // an earlier sandbox: refuse rather than let a failed create's rollback
     // remove it.
-    if worktree_registered(&repo, &format!("{WORKTREE_PREFIX}{id}"), &repo_root)? {
+    if admin::admin_state(&admin::admin_dir(repo.commondir(), &id), true) != AdminState::Absent {
         return Err(Error::SandboxExists { id });
     }
     let dir = match &options.worktrees_dir {
         Some(dir) => dir.clone(),
-        None => repo.commondir().join("lionrt-sandboxes"),
+        None => repo.commondir().join(DEFAULT_DIR),
     };
     std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
         op: "create directory",
@@ -164,7 +179,7 @@ pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<Sandb
         });
     }
 
-    let mut session = SandboxSession {
+    let session = SandboxSession {
         id,
         repo_root: repo_root.clone(),
         branch,
@@ -174,24 +189,20 @@ pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<Sandb
         active: true,
     };
 
-    let branch_ref = repo
+    write_meta(&repo, &session, true)?;
+    let made = repo
         .branch(&session.branch, &head_commit, false)
-        .map_err(|e| Error::git("create branch", &repo_root, e))?;
-    let made = write_meta(&repo, &session).and_then(|()| {
-        let mut add = WorktreeAddOptions::new();
-        add.reference(Some(branch_ref.get()));
-        repo.worktree(&session.worktree_name(), &session.worktree_path, Some(&add))
-            .map_err(|e| Error::git("add worktree", &session.worktree_path, e))
-    });
+        .map_err(|e| Error::git("create branch", &repo_root, e))
+        .and_then(|_branch| add_worktree(&repo, &session))
+        .and_then(|()| write_meta(&repo, &session, false));
     if let Err(err) = made {
         // Roll back so a failed create leaves nothing for cleanup to find.
-        drop(branch_ref);
-        drop(_lock);
-        if let Err(rollback) = cleanup_sandbox(&mut session) {
+        if let Err(rollback) = remove_locked(&repo, &session.id) {
             tracing::warn!(id = %session.id, error = %rollback, "rollback of failed sandbox create incomplete");
         }
         return Err(err);
     }
+    drop(lock);
     tracing::info!(id = %session.id, branch = %session.branch, base = %session.base_branch, "sandbox created");
     Ok(session)
 }
@@ -218,14 +229,23 @@ pub fn list_sandboxes(repo_root: &Path) -> Result<Vec<SandboxSession>, Error> {
             ids.insert(id.to_owned());
         }
     }
-    let worktrees = repo
-        .worktrees()
-        .map_err(|e| Error::git("list worktrees", &repo_root, e))?;
-    for name in worktrees.iter_bytes() {
-        if let Some(id) = name.strip_prefix(WORKTREE_PREFIX.as_bytes())
-            && let Ok(id) = std::str::from_utf8(id)
-        {
-            ids.insert(id.to_owned());
+    // Admin folders are read directly, half-made ones included: libgit2's
+    // worktree list hides some and fails on others (see `admin`).
+    let commondir = repo.commondir().to_owned();
+    ids.extend(admin::admin_ids(&commondir).map_err(|source| Error::Io {
+        op: "list worktree admin folders",
+        path: admin::admin_root(&commondir),
+        source,
+    })?);
+    // Work trees in the default directory with no other trace (left by an
+    // older version that wrote the metadata last).
+    if let Ok(entries) = std::fs::read_dir(commondir.join(DEFAULT_DIR)) {
+        for entry in entries.flatten() {
+            if let Some(id) = entry.file_name().to_str()
+                && admin::owns(&entry.path(), &admin::admin_dir(&commondir, id))
+            {
+                ids.insert(id.to_owned());
+            }
         }
     }
     let meta_dir = repo.commondir().join(META_DIR);
@@ -273,19 +293,31 @@ pub fn find_sandbox(repo_root: &Path, id_or_branch: &str) -> Result<SandboxSessi
         })
 }
 
-/// Removes the sandbox's worktree (discarding anything uncommitted in it),
-/// then its branch (whether merged or not), then its metadata.
+/// Removes the sandbox's worktree (discarding anything uncommitted in it)
+/// and its admin folder, then its branch (whether merged or not), then its
+/// metadata.
 ///
 /// Retry-safe: a worktree or branch that is already gone counts as removed
 /// ([`StepOutcome::AlreadyAbsent`]). When a step fails (say the branch is
-/// checked out in another worktree) the error is
+/// checked out in another worktree, or the worktree is locked) the error is
 /// [`Error::CleanupIncomplete`], the session stays active, and calling again
 /// once the obstacle is gone completes the cleanup.
 ///
-/// Only the worktree registered under the sandbox's name in `repo_root` is
-/// ever deleted, never an arbitrary `worktree_path` taken from a session
-/// value, so a forged session cannot make cleanup delete a foreign
-/// directory.
+/// Crash-safe: a half-made sandbox (a create or cleanup killed at any
+/// instant) is removed like a whole one. First, `git worktree prune` rules
+/// are applied to the admin folders under `.git/worktrees`: an unlocked
+/// folder whose `gitdir` is missing, empty or points at nothing is removed
+/// (for this crate's own folders also one missing `commondir` or `HEAD`;
+/// another tool's folder only after a minute unchanged). The work tree goes
+/// before its admin folder, its `.git` file last, so what a kill leaves is
+/// still recognised.
+///
+/// Only a directory that is this sandbox's work tree is ever deleted: the
+/// one the admin folder, the metadata or the default location names, and
+/// only if its `.git` file points at this sandbox's admin folder (or it is
+/// empty, or holds nothing but a `.git` file cut short). A `worktree_path`
+/// taken from a session value is never used, so a forged session cannot
+/// make cleanup delete a foreign directory.
 ///
 /// # Errors
 /// [`Error::CleanupIncomplete`] on a partial failure; git errors when the
@@ -294,49 +326,158 @@ pub fn find_sandbox(repo_root: &Path, id_or_branch: &str) -> Result<SandboxSessi
 pub fn cleanup_sandbox(session: &mut SandboxSession) -> Result<CleanupReport, Error> {
     validate_id(&session.id)?;
     let repo = open(&session.repo_root)?;
-    let incomplete =
-        |step: &'static str, target: String, source: git2::Error| Error::CleanupIncomplete {
-            id: session.id.clone(),
-            step,
-            target,
-            source,
-        };
-
     let _lock = lock_repo(&repo, &session.repo_root)?;
-    let wt_name = session.worktree_name();
-    let worktree = if worktree_registered(&repo, &wt_name, &session.repo_root)? {
-        let wt = repo
-            .find_worktree(&wt_name)
-            .map_err(|e| incomplete("remove worktree", wt_name.clone(), e))?;
-        let target = wt.path().display().to_string();
-        let mut prune = WorktreePruneOptions::new();
-        prune.valid(true).working_tree(true);
-        wt.prune(Some(&mut prune))
-            .map_err(|e| incomplete("remove worktree", target, e))?;
+    prune_stale(&repo, &session.repo_root)?;
+    let report = remove_locked(&repo, &session.id)?;
+    // Both resources are gone: the sandbox is inactive.
+    session.active = false;
+    Ok(report)
+}
+
+/// The cleanup steps, with the sandbox lock held by the caller.
+fn remove_locked(repo: &Repository, id: &str) -> Result<CleanupReport, Error> {
+    let incomplete =
+        |step: &'static str, target: String, source: Box<dyn std::error::Error + Send + Sync>| {
+            Error::CleanupIncomplete {
+                id: id.to_owned(),
+                step,
+                target,
+                source,
+            }
+        };
+    let commondir = repo.commondir().to_owned();
+    let admin_dir = admin::admin_dir(&commondir, id);
+    if admin::admin_state(&admin_dir, true) == AdminState::Locked {
+        return Err(incomplete(
+            "remove worktree",
+            admin_dir.display().to_string(),
+            "the worktree is locked (git worktree unlock allows its removal)".into(),
+        ));
+    }
+    let meta = read_meta(repo, id);
+    let mut removed = false;
+    for dir in worktree_candidates(&commondir, id, &meta) {
+        if admin::owns(&dir, &admin_dir) {
+            admin::remove_worktree(&dir)
+                .map_err(|e| incomplete("remove worktree", dir.display().to_string(), e.into()))?;
+            removed = true;
+        }
+    }
+    if std::fs::symlink_metadata(&admin_dir).is_ok() {
+        admin::remove_any(&admin_dir).map_err(|e| {
+            incomplete("remove worktree", admin_dir.display().to_string(), e.into())
+        })?;
+        removed = true;
+    }
+    let worktree = if removed {
         StepOutcome::Removed
     } else {
         StepOutcome::AlreadyAbsent
     };
 
-    let branch = match repo.find_branch(&session.branch, BranchType::Local) {
-        Ok(mut b) => {
-            b.delete()
-                .map_err(|e| incomplete("delete branch", session.branch.clone(), e))?;
+    let branch_name = format!("{BRANCH_PREFIX}{id}");
+    let refname = format!("refs/heads/{branch_name}");
+    let branch = match repo.find_reference(&refname) {
+        Ok(mut reference) => {
+            // libgit2's branch delete refuses when its walk of the worktrees
+            // meets one it cannot open; the check is made here instead.
+            let holder = admin::checked_out_by(&commondir, &refname)
+                .map_err(|e| incomplete("delete branch", branch_name.clone(), e.into()))?;
+            if let Some(holder) = holder {
+                return Err(incomplete(
+                    "delete branch",
+                    branch_name,
+                    format!("it is checked out in {}", holder.display()).into(),
+                ));
+            }
+            reference
+                .delete()
+                .map_err(|e| incomplete("delete branch", branch_name.clone(), e.into()))?;
             StepOutcome::Removed
         }
         Err(e) if e.code() == ErrorCode::NotFound => StepOutcome::AlreadyAbsent,
-        Err(e) => return Err(incomplete("delete branch", session.branch.clone(), e)),
+        Err(e) => return Err(incomplete("delete branch", branch_name, e.into())),
     };
-    // Both resources are gone: from here the sandbox is inactive whatever
-    // happens to the metadata.
-    session.active = false;
-    forget_meta(&repo, &session.id)?;
-    tracing::info!(id = %session.id, ?worktree, ?branch, "sandbox cleaned up");
+    forget_meta(repo, id)?;
+    tracing::info!(%id, ?worktree, ?branch, "sandbox cleaned up");
     Ok(CleanupReport {
-        id: session.id.clone(),
+        id: id.to_owned(),
         worktree,
         branch,
     })
+}
+
+/// Registers the worktree (see `admin::add_worktree`) and checks the branch
+/// out in it, as libgit2's worktree add does (a safe checkout into an empty
+/// directory).
+fn add_worktree(repo: &Repository, session: &SandboxSession) -> Result<(), Error> {
+    let refname = format!("refs/heads/{}", session.branch);
+    admin::add_worktree(
+        repo.commondir(),
+        &session.id,
+        &session.worktree_path,
+        &refname,
+    )
+    .map_err(|(op, path, source)| Error::Io { op, path, source })?;
+    let worktree = Repository::open(&session.worktree_path)
+        .map_err(|e| Error::git("open worktree", &session.worktree_path, e))?;
+    worktree
+        .checkout_head(Some(git2::build::CheckoutBuilder::new().safe()))
+        .map_err(|e| Error::git("check out worktree", &session.worktree_path, e))
+}
+
+/// Every place the sandbox's work tree may be: where its admin folder says,
+/// where its metadata says, and the default location.
+fn worktree_candidates(commondir: &Path, id: &str, meta: &Meta) -> Vec<PathBuf> {
+    let mut dirs = Vec::with_capacity(3);
+    if let Some(dir) = admin::recorded_worktree(&admin::admin_dir(commondir, id)) {
+        dirs.push(dir);
+    }
+    if meta.worktree_path.is_absolute() {
+        dirs.push(meta.worktree_path.clone());
+    }
+    dirs.push(commondir.join(DEFAULT_DIR).join(id));
+    dirs.dedup();
+    dirs
+}
+
+/// Whether anything of the sandbox is left to clean: its admin folder, its
+/// branch or a work tree of it.
+fn is_active(repo: &Repository, repo_root: &Path, id: &str, meta: &Meta) -> Result<bool, Error> {
+    let commondir = repo.commondir();
+    let admin_dir = admin::admin_dir(commondir, id);
+    Ok(std::fs::symlink_metadata(&admin_dir).is_ok()
+        || branch_exists(repo, &format!("{BRANCH_PREFIX}{id}"), repo_root)?
+        || worktree_candidates(commondir, id, meta)
+            .iter()
+            .any(|dir| admin::owns(dir, &admin_dir)))
+}
+
+/// `git worktree prune` (see [`cleanup_sandbox`]) and leftover temporary
+/// metadata files; the caller holds the sandbox lock.
+fn prune_stale(repo: &Repository, repo_root: &Path) -> Result<(), Error> {
+    let commondir = repo.commondir();
+    let pruned = admin::prune(commondir).map_err(|source| Error::Io {
+        op: "prune worktree admin folders",
+        path: admin::admin_root(commondir),
+        source,
+    })?;
+    if !pruned.is_empty() {
+        tracing::info!(repo_root = %repo_root.display(), ?pruned, "stale worktree admin folders pruned");
+    }
+    let meta_dir = commondir.join(META_DIR);
+    if let Ok(entries) = std::fs::read_dir(&meta_dir) {
+        for entry in entries.flatten() {
+            if entry.file_name().as_encoded_bytes().ends_with(b".json.tmp") {
+                admin::remove_any(&entry.path()).map_err(|source| Error::Io {
+                    op: "remove temporary sandbox metadata",
+                    path: entry.path(),
+                    source,
+                })?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// [`find_sandbox`] then [`cleanup_sandbox`], for `lionrt sandbox cleanup`.
@@ -442,13 +583,6 @@ fn branch_exists(repo: &Repository, branch: &str, repo_root: &Path) -> Result<bo
     }
 }
 
-fn worktree_registered(repo: &Repository, name: &str, repo_root: &Path) -> Result<bool, Error> {
-    let names = repo
-        .worktrees()
-        .map_err(|e| Error::git("list worktrees", repo_root, e))?;
-    Ok(names.iter_bytes().any(|n| n == name.as_bytes()))
-}
-
 /// Serialises creating and removing sandboxes of one repository, across
 /// threads and processes (an advisory lock on a file beside the metadata):
 /// libgit2's worktree add is not safe against a concurrent add or prune in
@@ -479,13 +613,17 @@ struct Meta {
     base_branch: String,
     base_commit: String,
     worktree_path: PathBuf,
+    /// True from the first write until the worktree is complete; absent in
+    /// files of older versions, which wrote the metadata after the branch.
+    #[serde(default)]
+    creating: bool,
 }
 
 fn meta_path(repo: &Repository, id: &str) -> PathBuf {
     repo.commondir().join(META_DIR).join(format!("{id}.json"))
 }
 
-fn write_meta(repo: &Repository, s: &SandboxSession) -> Result<(), Error> {
+fn write_meta(repo: &Repository, s: &SandboxSession, creating: bool) -> Result<(), Error> {
     let path = meta_path(repo, &s.id);
     let io = |op: &'static str, path: &Path| {
         let path = path.to_owned();
@@ -495,6 +633,7 @@ fn write_meta(repo: &Repository, s: &SandboxSession) -> Result<(), Error> {
         base_branch: s.base_branch.clone(),
         base_commit: s.base_commit.clone(),
         worktree_path: s.worktree_path.clone(),
+        creating,
     };
     let json = serde_json::to_vec(&meta).map_err(|e| Error::Io {
         op: "record sandbox metadata",
@@ -524,33 +663,37 @@ fn forget_meta(repo: &Repository, id: &str) -> Result<(), Error> {
 }
 
 fn read_meta(repo: &Repository, id: &str) -> Meta {
+    meta_file(repo, id).unwrap_or_default()
+}
+
+/// The sandbox's metadata, `None` when there is no readable file.
+fn meta_file(repo: &Repository, id: &str) -> Option<Meta> {
     let path = meta_path(repo, id);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+    let bytes = std::fs::read(&path).ok()?;
+    serde_json::from_slice(&bytes)
+        .inspect_err(|e| {
             tracing::warn!(path = %path.display(), error = %e, "unreadable sandbox metadata");
-            Meta::default()
-        }),
-        Err(_) => Meta::default(),
-    }
+        })
+        .ok()
 }
 
 fn load_session(repo: &Repository, repo_root: &Path, id: &str) -> Result<SandboxSession, Error> {
     let meta = read_meta(repo, id);
-    let branch = format!("{BRANCH_PREFIX}{id}");
-    let wt_name = format!("{WORKTREE_PREFIX}{id}");
-    let registered = worktree_registered(repo, &wt_name, repo_root)?;
-    let worktree_path = if registered {
-        repo.find_worktree(&wt_name)
-            .map(|w| w.path().to_owned())
-            .map_err(|e| Error::git("look up worktree", repo_root, e))?
-    } else {
-        meta.worktree_path
+    let commondir = repo.commondir();
+    let admin_dir = admin::admin_dir(commondir, id);
+    let active = is_active(repo, repo_root, id, &meta)?;
+    // The work tree the admin folder names when it is whole, else the one
+    // the metadata recorded, else the default location.
+    let worktree_path = match admin::admin_state(&admin_dir, true) {
+        AdminState::Valid { worktree } => worktree,
+        _ if !meta.worktree_path.as_os_str().is_empty() => meta.worktree_path.clone(),
+        _ => admin::recorded_worktree(&admin_dir)
+            .unwrap_or_else(|| commondir.join(DEFAULT_DIR).join(id)),
     };
-    let active = registered || branch_exists(repo, &branch, repo_root)?;
     Ok(SandboxSession {
         id: id.to_owned(),
         repo_root: repo_root.to_owned(),
-        branch,
+        branch: format!("{BRANCH_PREFIX}{id}"),
         base_branch: meta.base_branch,
         base_commit: meta.base_commit,
         worktree_path,

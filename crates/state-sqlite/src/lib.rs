@@ -29,6 +29,7 @@
 //! connection-level helpers ([`deliveries`], [`controls`], [`query`]); the
 //! [`Store`] API speaks lifecycle-core types.
 
+pub mod admin;
 pub mod controls;
 pub mod deliveries;
 mod engine;

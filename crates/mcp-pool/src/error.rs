@@ -1,0 +1,238 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mcp_admission::Reason;
+
+/// Everything the pool can refuse or fail at. Messages name the server
+/// (and tool) at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The config file does not exist.
+    #[error("mcp config file not found: {}", path.display())]
+    ConfigNotFound {
+        /// The path asked for.
+        path: PathBuf,
+    },
+    /// The config file could not be read.
+    #[error("cannot read mcp config file {}", path.display())]
+    ConfigRead {
+        /// The path asked for.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The config file is not valid JSON, or has the wrong shape.
+    #[error("invalid mcp config {}: {detail}", path.display())]
+    ConfigInvalid {
+        /// The path asked for.
+        path: PathBuf,
+        /// What is wrong (never quotes a value).
+        detail: String,
+    },
+    /// No server of that name is configured.
+    #[error("no mcp server named '{server}' is configured")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server's config entry cannot be used.
+    #[error("mcp server '{server}' has an invalid config: {detail}")]
+    ServerConfigInvalid {
+        /// The server.
+        server: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Transport authorization (the security config) refused the server.
+    #[error("mcp server '{server}' is not authorized: {detail}")]
+    TransportDenied {
+        /// The server.
+        server: String,
+        /// Which rule refused it.
+        detail: String,
+    },
+    /// The server's transport is not built into this binary.
+    #[error("mcp server '{server}' uses an unsupported transport: {detail}")]
+    TransportUnsupported {
+        /// The server.
+        server: String,
+        /// Which transport.
+        detail: String,
+    },
+    /// The server process could not be started.
+    #[error("cannot start mcp server '{server}'")]
+    Spawn {
+        /// The server.
+        server: String,
+        /// Why.
+        #[source]
+        source: cli_supervisor::Error,
+    },
+    /// A step did not finish in time (the server was ended).
+    #[error("mcp server '{server}' did not answer {phase} within {timeout:?}")]
+    Timeout {
+        /// The server.
+        server: String,
+        /// `initialize`, `tools/list` or `tools/call`.
+        phase: &'static str,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// The server broke the protocol: a line that is not a JSON-RPC
+    /// message, or a message over the size limit. The connection is closed.
+    #[error("mcp server '{server}' broke the protocol during {phase}: {detail}")]
+    Protocol {
+        /// The server.
+        server: String,
+        /// What the client was doing.
+        phase: &'static str,
+        /// What arrived (never the message itself).
+        detail: String,
+    },
+    /// The connection ended (the server exited or closed stdout).
+    #[error(
+        "mcp server '{server}' closed the connection during {phase}{}",
+        stderr_suffix(stderr_tail)
+    )]
+    Disconnected {
+        /// The server.
+        server: String,
+        /// What the client was doing.
+        phase: &'static str,
+        /// The last lines the server wrote to stderr, if any.
+        stderr_tail: String,
+    },
+    /// The server answered with a JSON-RPC error, or the client side of
+    /// rmcp failed otherwise.
+    #[error("mcp server '{server}' failed {phase}: {detail}")]
+    Rpc {
+        /// The server.
+        server: String,
+        /// What the client was doing.
+        phase: &'static str,
+        /// rmcp's description.
+        detail: String,
+    },
+    /// The tool is not in the server's current listing.
+    #[error("mcp server '{server}' has no tool '{tool}'")]
+    UnknownTool {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The tool was listed and refused at registration; it cannot be called.
+    #[error("mcp tool '{tool}' of server '{server}' was not admitted: {reason}")]
+    ToolNotAdmitted {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Why it was refused.
+        reason: DenialReason,
+    },
+    /// The arguments do not match the tool's input schema.
+    #[error("invalid arguments for mcp tool '{tool}' of server '{server}' at '{path}': {detail}")]
+    InvalidArguments {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The JSON pointer of the offending value (`""` is the whole
+        /// argument object).
+        path: String,
+        /// What the schema requires (never the value itself).
+        detail: String,
+    },
+    /// The call gate refused the call.
+    #[error("{}", gate_message(server, tool, reason, *errored))]
+    GateDenied {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The gate's reason.
+        reason: String,
+        /// The gate could not answer (a control was unavailable or failed),
+        /// as opposed to answering no.
+        errored: bool,
+    },
+}
+
+/// Why a listed tool was refused at registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DenialReason {
+    /// The admission gate found a generic executor surface.
+    Admission(Reason),
+    /// The input schema does not compile, so arguments could never be
+    /// validated against it.
+    InvalidSchema(String),
+    /// The server listed the name more than once.
+    DuplicateName,
+}
+
+impl DenialReason {
+    /// A stable kebab-case code: the admission reason's, or
+    /// `invalid-input-schema`, or `duplicate-tool-name`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Admission(reason) => reason.as_str(),
+            Self::InvalidSchema(_) => "invalid-input-schema",
+            Self::DuplicateName => "duplicate-tool-name",
+        }
+    }
+}
+
+impl std::fmt::Display for DenialReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Admission(reason) => {
+                write!(f, "generic executor surface detected [{}]", reason.as_str())
+            }
+            Self::InvalidSchema(detail) => write!(
+                f,
+                "its input schema does not compile [invalid-input-schema]: {detail}"
+            ),
+            Self::DuplicateName => {
+                f.write_str("the server listed the name more than once [duplicate-tool-name]")
+            }
+        }
+    }
+}
+
+fn stderr_suffix(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ended with: {tail}")
+    }
+}
+
+fn gate_message(server: &str, tool: &str, reason: &str, errored: bool) -> String {
+    if errored {
+        format!(
+            "call to mcp tool '{tool}' of server '{server}' refused: a control could not answer: {reason}"
+        )
+    } else {
+        format!("call to mcp tool '{tool}' of server '{server}' denied: {reason}")
+    }
+}
+
+impl Error {
+    /// Whether the error means the server could not be reached or audited
+    /// (as opposed to a tool or a call being refused).
+    pub fn is_server_failure(&self) -> bool {
+        !matches!(
+            self,
+            Self::UnknownTool { .. }
+                | Self::ToolNotAdmitted { .. }
+                | Self::InvalidArguments { .. }
+                | Self::GateDenied { .. }
+        )
+    }
+}

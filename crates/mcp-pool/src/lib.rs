@@ -1,0 +1,90 @@
+//! Pooled MCP client connections on the official Rust SDK (`rmcp`), with
+//! the admission gate at registration and validated, gated tool calls.
+//!
+//! - **Config:** [`McpPool::load_config`] reads an `.mcp.json`
+//!   (`{"mcpServers": {name: entry}}`) with the original's `load_config`
+//!   semantics and returns the names declared in that file, while the pool
+//!   keeps the servers of earlier loads.
+//! - **Transport authorization:** [`SecurityConfig`] (the original's
+//!   `MCPSecurityConfig`) decides which commands may be started and which
+//!   URLs reached, before anything is spawned; it fails closed by default
+//!   and is independent of admission both ways.
+//! - **One connection per server**, opened on first use: the server runs as
+//!   a cli-supervisor leg (its own process group, stdout lines bounded by
+//!   [`PoolConfig::max_message_bytes`], a bounded stderr tail, group
+//!   teardown with SIGTERM, grace and SIGKILL, and a Drop backstop), with
+//!   rmcp's client speaking MCP over its stdin and stdout.
+//! - **Admission at registration:** every tool of every `tools/list` page
+//!   goes through `mcp_admission::validate_tool_admission`; a refused tool
+//!   never enters the [`Registry`], is logged with its reason and, when a
+//!   [`DenialSink`] is configured (the SQLite store implements it), recorded
+//!   as an `admin_events` row. `notifications/tools/list_changed` re-lists
+//!   and re-admits, in the background and before the next call.
+//! - **Calls:** [`McpPool::call_tool`] refuses a tool that is unknown or was
+//!   refused, validates the arguments against the tool's input schema with
+//!   `jsonschema` (compiled at most once per tool; an error names the JSON
+//!   pointer), runs the [`CallGate`] (a panic refuses), then sends
+//!   `tools/call`.
+//!
+//! Every failure is a typed [`Error`] naming the server, and leaves no
+//! process of the server's group behind: a handshake that does not finish
+//! within [`PoolConfig::init_timeout`], a server that exits, a message over
+//! the size limit, a stdout line that is not JSON-RPC.
+//!
+//! ```no_run
+//! use mcp_pool::{McpPool, PoolConfig, SecurityConfig};
+//! use serde_json::json;
+//!
+//! # async fn demo() -> Result<(), mcp_pool::Error> {
+//! let pool = McpPool::new(PoolConfig::with_security(SecurityConfig::trusted()));
+//! let declared = pool.load_config(std::path::Path::new(".mcp.json"))?;
+//! for server in &declared {
+//!     let listing = pool.list_tools(server).await?;
+//!     for denied in &listing.denied {
+//!         eprintln!("{}: {}", denied.name, denied.reason);
+//!     }
+//! }
+//! let answer = pool.call_tool("files", "read_file", json!({"path_id": "README"})).await?;
+//! println!("{}", answer.result);
+//! pool.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Readings of the original
+//!
+//! - The original keeps loaded configs in class-level state; here they live
+//!   in the [`McpPool`] (a process normally holds one), which is what the
+//!   return value of `load_config` is contrasted with.
+//! - `filter_sensitive_env` drops *inherited* variables whose name contains
+//!   a denylist pattern; variables the entry's own `env` declares are kept.
+//! - A stdout line that is not a JSON-RPC message ends the connection
+//!   ([`Error::Protocol`]) rather than being skipped: the stdio transport
+//!   forbids anything else on stdout, and a server that breaks that is not
+//!   trusted further.
+//! - URL servers pass the same authorization (https or wss only, host
+//!   allowlist) but this build has no HTTP client compiled in: connecting
+//!   to one is [`Error::TransportUnsupported`].
+//!
+//! # Features
+//!
+//! - `store` (default): [`DenialSink`] for `state_sqlite::Engine`, writing
+//!   `admin_events` rows of kind [`TOOL_DENIED_KIND`].
+
+mod audit;
+mod config;
+mod connection;
+mod error;
+mod gate;
+mod pool;
+mod registry;
+mod security;
+mod transport;
+
+pub use audit::{DenialRecord, DenialSink, POOL_ACTOR_ID, TOOL_DENIED_KIND, TOOL_ENTITY_TYPE};
+pub use config::{ServerSpec, parse_config, read_config_file};
+pub use error::{DenialReason, Error};
+pub use gate::{CallGate, GateDecision, GateRequest};
+pub use pool::{McpPool, PoolConfig, ToolListing, ToolResult, ToolSummary};
+pub use registry::{AdmittedTool, DeniedTool, ListedTool, Registry};
+pub use security::{DEFAULT_ENV_DENYLIST, SecurityConfig};

@@ -1,0 +1,212 @@
+//! A server's tool registry: every listed tool judged by the admission gate
+//! before it is registered, and argument validation for the admitted ones.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{DenialReason, Error};
+
+/// A tool that passed admission. Its input-schema validator is compiled at
+/// most once, on the first call that needs it, and kept across re-listings
+/// while the schema is unchanged.
+pub struct AdmittedTool {
+    name: String,
+    description: Option<String>,
+    input_schema: Value,
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+impl std::fmt::Debug for AdmittedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdmittedTool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AdmittedTool {
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its description, if it has one.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// Its input schema as listed.
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    fn validator(&self) -> &Result<jsonschema::Validator, String> {
+        self.validator.get_or_init(|| {
+            jsonschema::validator_for(&self.input_schema).map_err(|e| e.masked().to_string())
+        })
+    }
+
+    /// Checks `arguments` against the input schema.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArguments`] naming the JSON pointer of the first
+    /// offending value (the value itself is never quoted).
+    pub fn validate(&self, server: &str, arguments: &Map<String, Value>) -> Result<(), Error> {
+        let invalid = |path: String, detail: String| Error::InvalidArguments {
+            server: server.to_owned(),
+            tool: self.name.clone(),
+            path,
+            detail,
+        };
+        let validator = match self.validator() {
+            Ok(v) => v,
+            // Registration compiles the schema too, so this is a schema the
+            // registry let through and jsonschema later refused: fail closed.
+            Err(detail) => {
+                return Err(invalid(
+                    String::new(),
+                    format!("the input schema does not compile: {detail}"),
+                ));
+            }
+        };
+        let instance = Value::Object(arguments.clone());
+        match validator.validate(&instance) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(invalid(
+                e.instance_path().as_str().to_owned(),
+                e.masked().to_string(),
+            )),
+        }
+    }
+}
+
+/// A listed tool that was refused at registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeniedTool {
+    /// The name the server listed.
+    pub name: String,
+    /// Why it was refused.
+    #[serde(serialize_with = "reason_code")]
+    pub reason: DenialReason,
+    /// The full message, as logged.
+    pub message: String,
+}
+
+fn reason_code<S: serde::Serializer>(reason: &DenialReason, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(reason.code())
+}
+
+/// One server's registry: the admitted tools by name and the denials of the
+/// listing that produced it.
+#[derive(Debug, Default)]
+pub struct Registry {
+    admitted: BTreeMap<String, Arc<AdmittedTool>>,
+    denied: Vec<DeniedTool>,
+}
+
+/// A listed tool, as the registry takes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedTool {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// Its input schema.
+    pub input_schema: Value,
+}
+
+impl From<rmcp::model::Tool> for ListedTool {
+    fn from(tool: rmcp::model::Tool) -> Self {
+        Self {
+            name: tool.name.into_owned(),
+            description: tool.description.map(|d| d.into_owned()),
+            input_schema: Value::Object(Arc::unwrap_or_clone(tool.input_schema)),
+        }
+    }
+}
+
+impl Registry {
+    /// Judges every listed tool and registers the admitted ones: a tool the
+    /// admission gate refuses never enters the registry, nor does one whose
+    /// schema does not compile or whose name is listed twice. A tool whose
+    /// schema is unchanged since `previous` keeps its compiled validator.
+    pub fn admit(server: &str, tools: Vec<ListedTool>, previous: Option<&Registry>) -> Self {
+        let mut seen = BTreeSet::new();
+        let duplicates: BTreeSet<String> = tools
+            .iter()
+            .filter(|t| !seen.insert(t.name.as_str()))
+            .map(|t| t.name.clone())
+            .collect();
+        let mut registry = Self::default();
+        for tool in tools {
+            let ListedTool {
+                name,
+                description,
+                input_schema,
+            } = tool;
+            let verdict = if duplicates.contains(&name) {
+                Err(DenialReason::DuplicateName)
+            } else {
+                mcp_admission::validate_tool_admission(
+                    &name,
+                    Some(&input_schema),
+                    description.as_deref(),
+                )
+                .map_err(|denied| DenialReason::Admission(denied.reason()))
+            };
+            match verdict {
+                Ok(()) => {
+                    let reused = previous.and_then(|p| p.admitted.get(&name)).filter(|old| {
+                        old.input_schema == input_schema && old.description == description
+                    });
+                    let entry = match reused {
+                        Some(old) => Arc::clone(old),
+                        None => Arc::new(AdmittedTool {
+                            name: name.clone(),
+                            description,
+                            input_schema,
+                            validator: OnceLock::new(),
+                        }),
+                    };
+                    registry.admitted.insert(name, entry);
+                }
+                Err(reason) => {
+                    let message = format!(
+                        "mcp tool '{name}' of server '{server}' was not registered: {reason}"
+                    );
+                    tracing::warn!(server, tool = %name, reason = reason.code(), "mcp tool denied at registration");
+                    registry.denied.push(DeniedTool {
+                        name,
+                        reason,
+                        message,
+                    });
+                }
+            }
+        }
+        registry
+    }
+
+    /// The admitted tool of that name.
+    pub fn get(&self, name: &str) -> Option<&Arc<AdmittedTool>> {
+        self.admitted.get(name)
+    }
+
+    /// The admitted tools, by name.
+    pub fn admitted(&self) -> impl Iterator<Item = &Arc<AdmittedTool>> {
+        self.admitted.values()
+    }
+
+    /// The denials of the listing.
+    pub fn denied(&self) -> &[DeniedTool] {
+        &self.denied
+    }
+
+    /// The denial of that name, if the tool was listed and refused.
+    pub fn denial(&self, name: &str) -> Option<&DeniedTool> {
+        self.denied.iter().find(|d| d.name == name)
+    }
+}

@@ -1,0 +1,151 @@
+//! The stdio transport: rmcp's client speaking to a server process run as
+//! a cli-supervisor leg (its own process group, bounded stdout lines,
+//! bounded stderr tail, group teardown with a Drop backstop).
+//!
+//! rmcp ships a child-process transport, but it kills only the direct
+//! child and leaves stderr unbounded; running the server as a leg gives the
+//! supervisor's guarantees instead. This file only frames: each stdout line
+//! becomes one rmcp message (serde through rmcp's own types), each
+//! outgoing message one line on stdin.
+
+use std::sync::{Arc, Mutex};
+
+use cli_supervisor::{Event, Leg};
+use rmcp::RoleClient;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
+
+/// Why the transport stopped, as the pool reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// A line longer than the message limit.
+    TooLarge { len: u64, limit: usize },
+    /// A line that is not JSON.
+    NotJson { line: u64, error: String },
+    /// JSON that is not a JSON-RPC message rmcp understands.
+    NotJsonRpc { line: u64, error: String },
+    /// Stdout ended: the server exited or closed it.
+    Closed { stderr_tail: String },
+    /// Reading stdout failed.
+    Io(String),
+}
+
+/// The shared slot a transport leaves its [`Fault`] in.
+pub(crate) type FaultSlot = Arc<Mutex<Option<Fault>>>;
+
+pub(crate) struct LegTransport {
+    leg: Option<Leg>,
+    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    fault: FaultSlot,
+    limit: usize,
+}
+
+impl LegTransport {
+    pub(crate) fn new(mut leg: Leg, fault: FaultSlot, limit: usize) -> Self {
+        let stdin = leg.take_stdin();
+        Self {
+            leg: Some(leg),
+            stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
+            fault,
+            limit,
+        }
+    }
+
+    fn stop(&mut self, fault: Fault) -> Option<RxJsonRpcMessage<RoleClient>> {
+        tracing::warn!(?fault, "mcp transport stopped");
+        let mut slot = self
+            .fault
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.get_or_insert(fault);
+        None
+    }
+}
+
+fn tail_text(leg: &Leg) -> String {
+    let tail = leg.stderr_tail();
+    let text = String::from_utf8_lossy(&tail);
+    // The last few lines are enough to say why a server died.
+    let lines: Vec<&str> = text.lines().rev().take(5).collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
+impl rmcp::transport::Transport<RoleClient> for LegTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let stdin = Arc::clone(&self.stdin);
+        let line = serde_json::to_vec(&item);
+        async move {
+            let mut line = line.map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            let mut guard = stdin.lock().await;
+            let Some(writer) = guard.as_mut() else {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the server's stdin is closed",
+                ));
+            };
+            writer.write_all(&line).await?;
+            writer.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let leg = self.leg.as_mut()?;
+        let event = leg.next_event().await;
+        match event {
+            Ok(Some(Event::RawJson { line, json })) => match serde_json::from_str(&json) {
+                Ok(message) => Some(message),
+                Err(e) => self.stop(Fault::NotJsonRpc {
+                    line,
+                    error: e.to_string(),
+                }),
+            },
+            Ok(Some(Event::Json { line, value })) => match serde_json::from_value(value) {
+                Ok(message) => Some(message),
+                Err(e) => self.stop(Fault::NotJsonRpc {
+                    line,
+                    error: e.to_string(),
+                }),
+            },
+            Ok(Some(Event::LineTooLong { len, .. })) => {
+                let limit = self.limit;
+                self.stop(Fault::TooLarge { len, limit })
+            }
+            Ok(Some(Event::InvalidJson { line, error })) => {
+                self.stop(Fault::NotJson { line, error })
+            }
+            Ok(Some(_)) => self.stop(Fault::Io("unexpected stdout event".into())),
+            Ok(None) => {
+                // Give the stderr reader a moment: a crashing server's last
+                // words arrive on a separate pipe.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                let stderr_tail = self.leg.as_ref().map(tail_text).unwrap_or_default();
+                self.stop(Fault::Closed { stderr_tail })
+            }
+            Err(e) => self.stop(Fault::Io(e.to_string())),
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // MCP's stdio shutdown: close the server's stdin first, then end
+        // the group (SIGTERM, grace, SIGKILL; nothing of it survives).
+        self.stdin.lock().await.take();
+        if let Some(leg) = self.leg.take() {
+            match leg.end().await {
+                Ok(exit) => {
+                    if !exit.teardown.survivors.is_empty() {
+                        tracing::error!(survivors = ?exit.teardown.survivors, "mcp server group survived teardown");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "ending the mcp server failed"),
+            }
+        }
+        Ok(())
+    }
+}

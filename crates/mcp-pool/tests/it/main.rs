@@ -1,0 +1,93 @@
+//! Integration tests for mcp-pool against real MCP servers (the fixture
+//! binaries of mcp-test-servers, spawned over stdio).
+
+mod config;
+mod hostile;
+mod pool;
+mod security;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use mcp_pool::{McpPool, PoolConfig, SecurityConfig};
+use serde_json::{Value, json};
+
+/// A fixture binary's path (built on first use).
+pub(crate) fn fixture(name: &str) -> PathBuf {
+    mcp_test_servers::locate(name).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+/// A tag unique to this test process and call, passed to a fixture as an
+/// extra argument so its processes can be found in /proc.
+pub(crate) fn tag() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "mcp-pool-test-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// A stdio entry for `binary` in `mode`, tagged.
+pub(crate) fn entry(binary: &str, mode: &str, tag: &str) -> Value {
+    json!({"command": fixture(binary).to_string_lossy(), "args": [mode, tag]})
+}
+
+/// A pool allowing commands, with short limits for tests.
+pub(crate) fn pool() -> McpPool {
+    McpPool::new(config())
+}
+
+pub(crate) fn config() -> PoolConfig {
+    let mut config = PoolConfig::with_security(SecurityConfig::trusted());
+    config.init_timeout = Duration::from_secs(3);
+    config.request_timeout = Duration::from_secs(10);
+    config.shutdown_grace = Duration::from_millis(300);
+    config
+}
+
+/// Live (non-zombie) processes whose command line carries `tag`.
+pub(crate) fn live_with_tag(tag: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if !cmdline.split(|b| *b == 0).any(|arg| arg == tag.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // The state follows the parenthesised command name.
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.chars().next());
+        if state != Some('Z') && state.is_some() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Waits (briefly) until no live process carries `tag`; returns what is
+/// left.
+pub(crate) async fn settle(tag: &str) -> Vec<i32> {
+    for _ in 0..100 {
+        let live = live_with_tag(tag);
+        if live.is_empty() {
+            return live;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    live_with_tag(tag)
+}

@@ -1,0 +1,37 @@
+//! Fixture MCP servers for the workspace's tests and benches, built on
+//! rmcp's server side and speaking MCP over stdio.
+//!
+//! Two binaries, each taking a mode as its first argument (any further
+//! arguments are ignored, so a test can add a unique tag and find every
+//! process it started in `/proc`):
+//!
+//! - `mcp-benign-server benign|executor|many N|list-changes`: a server whose
+//!   tools are narrow (`echo`, `add`, `search_code`); one that also offers
+//!   executor-shaped tools (`bash`, `run_script`); `N` generated narrow
+//!   tools (benches); and one whose `lookup` tool turns executor-shaped
+//!   right after the first `tools/list`, announced with
+//!   `notifications/tools/list_changed`.
+//! - `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json`:
+//!   never answers `initialize` (and ignores SIGTERM, with a grandchild in
+//!   its process group); aborts while serving the second page of
+//!   `tools/list`; answers `tools/list` with more than 10 MB; writes a JSON
+//!   line that is not JSON-RPC, or a line that is not JSON, instead of the
+//!   `tools/list` answer.
+//!
+//! Tests and benches of other packages find the binaries with [`locate`],
+//! depending on this crate with `default-features = false` (std only).
+//!
+//! # Features
+//!
+//! - `servers` (default): the servers themselves (rmcp's server side,
+//!   tokio). Without it only [`locate`] is compiled.
+
+mod locate;
+#[cfg(feature = "servers")]
+mod tools;
+
+pub use locate::{BENIGN, DIR_VAR, HOSTILE, locate};
+#[cfg(feature = "servers")]
+pub use tools::{
+    EXECUTOR_TOOLS, benign_tools, executor_tools, many_tools, schema, serve_stdio, spawn_sleeper,
+};
