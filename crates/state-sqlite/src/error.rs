@@ -49,6 +49,16 @@ pub enum StoreError {
         /// The id.
         entity_id: String,
     },
+    /// A stored row holds a value its type cannot (e.g. an unknown status).
+    #[error("{entity_type} {entity_id:?} is malformed: {detail}")]
+    MalformedRow {
+        /// The entity type.
+        entity_type: String,
+        /// The id.
+        entity_id: String,
+        /// What is wrong.
+        detail: String,
+    },
     /// An applied migration's checksum differs from the embedded one.
     #[error("migration {version} was applied with a different checksum")]
     MigrationChecksum {

@@ -32,6 +32,7 @@
 pub mod admin;
 pub mod controls;
 pub mod deliveries;
+mod dispatch_outbox;
 mod engine;
 mod error;
 mod hooks;
@@ -44,6 +45,7 @@ mod sqlval;
 mod time;
 mod version;
 
+pub use dispatch_outbox::SqliteOutbox;
 pub use engine::{Conn, Engine, EngineConfig, ReadOnlyEngine, Synchronous};
 pub use error::StoreError;
 pub use hooks::SESSION_COLUMNS;

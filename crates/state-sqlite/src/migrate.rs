@@ -30,6 +30,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../migrations/0002_session_owner_and_spawn.sql"),
     },
     Migration {
+        version: 3,
+        name: "outbox_delivery",
+        sql: include_str!("../migrations/0003_outbox_delivery.sql"),
+    },
+    Migration {
         version: 5,
         name: "transcript_mirror",
         sql: include_str!("../migrations/0005_transcript_mirror.sql"),

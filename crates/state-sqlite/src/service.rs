@@ -197,7 +197,7 @@ pub(crate) fn read_row(
         .optional()?)
 }
 
-fn append_history(
+pub(crate) fn append_history(
     tx: &Transaction<'_>,
     entity_type: &str,
     entity_id: &str,

@@ -1,0 +1,2 @@
+//! Outbox benches.
+fn main() {}
