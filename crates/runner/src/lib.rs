@@ -1,0 +1,51 @@
+//! The main job as a library: one run of an agent leg, recorded.
+//!
+//! [`run`] records the session start (with its owner: this process's pid,
+//! start time and boot id) through the [`SessionRecorder`] seam, builds the
+//! provider's invocation, supervises the leg under `cli-supervisor` (own
+//! process group, parent-death signal, orphan guard, watchdogs), records the
+//! spawn record before any output is read and every stream event as a
+//! message, applies the end-of-run rule ([`lifecycle_core::end_of_run`]),
+//! probes completion evidence in a sandbox and keeps or removes it, and
+//! records the end with usage. Every failure after the session start ends
+//! the session in a terminal status with a reason code; a cancellation
+//! future ends the leg's group and records `cancelled`. An optional
+//! [`OnTerminal`] callback runs after the terminal transition committed.
+//!
+//! [`sweep_orphans`] ends sessions whose owner is provably gone (status
+//! `failed`, reason `session.orphaned.no_process`), signalling their leg's
+//! group only under the evidence rule; [`kill_session`] ends a live leg
+//! from another process through its spawn record and records `cancelled`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), runner::Error> {
+//! use std::sync::Arc;
+//! use lifecycle_core::Cancellation;
+//! use runner::{LegProgram, ProviderChoice, RunConfig};
+//!
+//! let store = Arc::new(test_support::MemoryStore::default());
+//! let script = providers_scripted::ScriptModel::from_json(
+//!     r#"[{"type": "text", "text": "done"}]"#).expect("script");
+//! let leg = LegProgram { program: "scripted-leg".into(), args: vec![] };
+//! let config = RunConfig::new("s-1", ProviderChoice::Scripted { script, leg }, "hi", ".");
+//! let report = runner::run(store, config, std::future::pending::<Cancellation>()).await?;
+//! assert_eq!(report.recorded_status, "completed");
+//! # Ok(()) }
+//! ```
+//!
+//! Features: none. Linux only (process groups, /proc).
+
+mod error;
+mod run;
+mod sweep;
+
+pub use error::{BoxError, Error};
+pub use lifecycle_core::SessionRecorder;
+pub use run::{
+    LegProgram, OnTerminal, ProviderChoice, RunConfig, RunReport, SandboxNote, event_role, run,
+};
+pub use sweep::{
+    GoneBecause, KillReport, ORPHAN_REASON, ORPHAN_STATUS, OwnerState, Processes, SweepReport,
+    SweptSession, boot_id, current_owner, kill_session, owner_state, resolve_session,
+    sweep_orphans,
+};

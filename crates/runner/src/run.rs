@@ -1,0 +1,756 @@
+//! One run, end to end: session start, the supervised leg, every event as
+//! a message, usage, the end-of-run rule, the sandbox decision, cancellation.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cli_supervisor::{
+    ChildEnv, ContainmentPolicy, EnvPolicy, Event, Leg, LegSpec, LookupConfig, OnSpawn, ProcTable,
+    StdinPolicy, Watchdogs,
+};
+use lifecycle_core::{
+    Actor, Cancellation, LegEnd, LegRecord, RunFacts, RunVerdict, SessionEnd, SessionRecorder,
+    SessionStart, Usage, WorkEvidence, end_of_run, leg_columns, reasons::RunReasons,
+};
+use providers_core::{AgentRequest, Effort, Provider, Stdin, StreamEvent, StreamParser};
+use providers_scripted::{ScriptModel, ScriptedProvider};
+use sandbox_git::{
+    CompletionEvidence, CreateOptions, SandboxSession, cleanup_sandbox, create_sandbox,
+    probe_completion_evidence,
+};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use crate::error::{BoxError, Error};
+use crate::sweep::current_owner;
+
+/// The program (and leading arguments) that replays a scripted leg:
+/// `scripted-leg`, or a host binary's subcommand that calls
+/// `providers_scripted::run_leg`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LegProgram {
+    /// The program.
+    pub program: PathBuf,
+    /// Arguments before `--script FILE`.
+    pub args: Vec<String>,
+}
+
+/// Which provider drives the leg.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProviderChoice {
+    /// The scripted provider: a parsed script (parse it before the run, so
+    /// a bad script never starts a session) and the program replaying it.
+    Scripted {
+        /// The script.
+        script: ScriptModel,
+        /// The leg program.
+        leg: LegProgram,
+    },
+    /// Claude Code.
+    Claude,
+    /// Codex CLI.
+    Codex,
+    /// Antigravity / Gemini.
+    Gemini,
+    /// pi.
+    Pi,
+}
+
+impl ProviderChoice {
+    /// The provider's name as recorded on the session.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Scripted { .. } => "scripted",
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+            Self::Gemini => "gemini",
+            Self::Pi => "pi",
+        }
+    }
+}
+
+/// Called once after the run's terminal transition committed (the notify
+/// and outbox crates plug in here). It cannot change the recorded outcome.
+pub type OnTerminal = Arc<dyn Fn(&RunReport) + Send + Sync>;
+
+/// Everything one run needs. The binary builds it (and reads the
+/// environment and settings); the runner reads nothing itself.
+pub struct RunConfig {
+    /// The session id.
+    pub session_id: String,
+    /// The provider.
+    pub provider: ProviderChoice,
+    /// The prompt.
+    pub prompt: String,
+    /// The model, as the provider names it.
+    pub model: Option<String>,
+    /// The normalised effort.
+    pub effort: Option<Effort>,
+    /// The workspace the agent works in.
+    pub workspace: PathBuf,
+    /// Run in a fresh worktree sandbox of the workspace.
+    pub sandbox: bool,
+    /// Default watchdogs (applied to early-streaming transports).
+    pub watchdogs: Watchdogs,
+    /// The global secret lookup configuration.
+    pub secret_lookup: LookupConfig,
+    /// The orphan guard's grace: if the runner's process dies, the leg's
+    /// group gets SIGTERM, this long, then SIGKILL.
+    pub orphan_grace: Duration,
+    /// Who records the run.
+    pub actor: Actor,
+    /// The terminal callback, after commit.
+    pub on_terminal: Option<OnTerminal>,
+}
+
+impl std::fmt::Debug for RunConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunConfig")
+            .field("session_id", &self.session_id)
+            .field("provider", &self.provider.name())
+            .field("workspace", &self.workspace)
+            .field("sandbox", &self.sandbox)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunConfig {
+    /// A config with the defaults: no sandbox, no effort or model, default
+    /// watchdogs, no secret lookup, a 500 ms orphan grace, actor
+    /// `executor:runner-<pid>`, no terminal callback.
+    pub fn new(
+        session_id: impl Into<String>,
+        provider: ProviderChoice,
+        prompt: impl Into<String>,
+        workspace: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            provider,
+            prompt: prompt.into(),
+            model: None,
+            effort: None,
+            workspace: workspace.into(),
+            sandbox: false,
+            watchdogs: Watchdogs::default(),
+            secret_lookup: LookupConfig::NotConfigured,
+            orphan_grace: Duration::from_millis(500),
+            actor: Actor::new(
+                lifecycle_core::ActorType::Executor,
+                format!("runner-{}", std::process::id()),
+            ),
+            on_terminal: None,
+        }
+    }
+}
+
+/// What happened to the run's sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxNote {
+    /// The sandbox id.
+    pub id: String,
+    /// Its branch.
+    pub branch: String,
+    /// Its worktree.
+    pub worktree: PathBuf,
+    /// Kept for review (`false`: removed as empty).
+    pub kept: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The session id.
+    pub session: String,
+    /// The provider name.
+    pub provider: &'static str,
+    /// The end-of-run rule's verdict.
+    pub verdict: RunVerdict,
+    /// The status the store holds now (differs from the verdict when the
+    /// session was ended from outside first, e.g. by `lionrt kill`).
+    pub recorded_status: String,
+    /// Whether the run succeeded.
+    pub ok: bool,
+    /// Messages recorded.
+    pub messages: u64,
+    /// Error events and unusable lines.
+    pub errors: u64,
+    /// The provider's resume id.
+    pub resume_id: Option<String>,
+    /// The error, if any.
+    pub error: Option<String>,
+    /// The agent's text.
+    pub text: String,
+    /// How the leg exited.
+    pub exit_status: String,
+    /// Usage totals.
+    pub usage: Usage,
+    /// The sandbox, with `--sandbox`.
+    pub sandbox: Option<SandboxNote>,
+    /// The completion evidence, when probed.
+    pub evidence: Option<CompletionEvidence>,
+}
+
+/// What the supervised leg produced.
+#[derive(Debug)]
+struct LegReport {
+    leg: LegEnd,
+    exit_status: String,
+    messages: u64,
+    errors: u64,
+    usage: Usage,
+    final_error: Option<String>,
+    saw_final: bool,
+    resume_id: Option<String>,
+    cancelled: Option<Cancellation>,
+    text: String,
+}
+
+impl Default for LegReport {
+    fn default() -> Self {
+        Self {
+            leg: LegEnd::NotStarted,
+            exit_status: "not started".into(),
+            messages: 0,
+            errors: 0,
+            usage: Usage::default(),
+            final_error: None,
+            saw_final: false,
+            resume_id: None,
+            cancelled: None,
+            text: String::new(),
+        }
+    }
+}
+
+async fn blocking<T, F>(what: &'static str, f: F) -> Result<T, Error>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, Error> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| Error::Panicked { what })?
+}
+
+fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// Runs one session to its end.
+///
+/// Before the session start: the sandbox is created (a failure returns an
+/// error and records nothing). After it, every failure ends the session in
+/// a terminal status with a reason code and comes back in the report; only
+/// a store that cannot record the end returns an error. `cancel` resolving
+/// ends the leg's group and records `cancelled` with its reason.
+pub async fn run<R>(
+    recorder: Arc<R>,
+    config: RunConfig,
+    cancel: impl Future<Output = Cancellation>,
+) -> Result<RunReport, Error>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    let mut cancel = pin!(cancel);
+    let provider_name = config.provider.name();
+    let mut sandbox = if config.sandbox {
+        let repo = config.workspace.clone();
+        Some(
+            blocking("sandbox", move || {
+                create_sandbox(&repo, &CreateOptions::default()).map_err(|source| Error::Sandbox {
+                    workspace: repo.display().to_string(),
+                    source,
+                })
+            })
+            .await?,
+        )
+    } else {
+        None
+    };
+    let agent_dir = sandbox
+        .as_ref()
+        .map_or_else(|| config.workspace.clone(), |s| s.worktree_path.clone());
+    let start = SessionStart {
+        kind: Some("orchestrated".into()),
+        provider: Some(provider_name.into()),
+        model: config.model.clone(),
+        agent_name: Some("lionrt-run".into()),
+        cwd: Some(agent_dir.display().to_string()),
+        owner: Some(current_owner(&ProcTable)),
+        ..SessionStart::new(&config.session_id, RunReasons::STARTED_OK)
+    };
+    {
+        let (recorder, actor) = (Arc::clone(&recorder), config.actor.clone());
+        let started = blocking("store", move || {
+            recorder
+                .persist_session_start(&start, &actor)
+                .map_err(Error::store("recording the session start"))
+        })
+        .await;
+        if let Err(e) = started {
+            if let Some(mut s) = sandbox.take() {
+                let _ = blocking("sandbox", move || {
+                    cleanup_sandbox(&mut s)
+                        .map(|_| ())
+                        .map_err(|source| Error::Sandbox {
+                            workspace: String::new(),
+                            source,
+                        })
+                })
+                .await;
+            }
+            return Err(e);
+        }
+    }
+    // From here on every failure ends the session.
+    let request = AgentRequest {
+        prompt: config.prompt.clone(),
+        model: config.model.clone(),
+        effort: config.effort,
+        workspace: Some(agent_dir.clone()),
+        resume: None,
+        kwargs: Default::default(),
+    };
+    let leg = drive(&recorder, &config, &request, cancel.as_mut()).await;
+    let report = match leg {
+        Ok(report) => report,
+        Err((mut partial, e)) => {
+            partial.final_error = Some(error_chain(&e));
+            partial
+        }
+    };
+    finish(recorder, config, report, sandbox).await
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+type Partial = (LegReport, Error);
+
+async fn drive<R>(
+    recorder: &Arc<R>,
+    config: &RunConfig,
+    request: &AgentRequest,
+    cancel: std::pin::Pin<&mut impl Future<Output = Cancellation>>,
+) -> Result<LegReport, Partial>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    let scratch = tempfile::tempdir().map_err(|source| {
+        (
+            LegReport::default(),
+            Error::Io {
+                what: "creating a scratch directory for leg files".into(),
+                source,
+            },
+        )
+    })?;
+    match &config.provider {
+        ProviderChoice::Scripted { script, leg } => {
+            let provider = ScriptedProvider::new(&leg.program, scratch.path(), script.clone())
+                .with_leg_args(leg.args.clone());
+            supervise(&provider, request, recorder, config, cancel).await
+        }
+        ProviderChoice::Claude => {
+            let provider = providers_claude::ClaudeProvider::default();
+            supervise(&provider, request, recorder, config, cancel).await
+        }
+        ProviderChoice::Codex => {
+            let provider = providers_codex::CodexProvider::default();
+            supervise(&provider, request, recorder, config, cancel).await
+        }
+        ProviderChoice::Gemini => {
+            let provider = providers_gemini::GeminiProvider::default();
+            supervise(&provider, request, recorder, config, cancel).await
+        }
+        ProviderChoice::Pi => {
+            let provider = providers_pi::PiProvider::default();
+            supervise(&provider, request, recorder, config, cancel).await
+        }
+    }
+}
+
+fn leg_spec<P: Provider>(
+    provider: &P,
+    request: &AgentRequest,
+    config: &RunConfig,
+) -> Result<(LegSpec, Option<Vec<u8>>), Error>
+where
+    P::Error: Send + Sync + 'static,
+{
+    let invocation = provider.invocation(request).map_err(|e| Error::Provider {
+        provider: config.provider.name(),
+        source: Box::new(e),
+    })?;
+    for file in &invocation.files {
+        file.write_owner_only().map_err(|source| Error::Io {
+            what: format!("writing {}", file.path.display()),
+            source,
+        })?;
+    }
+    let mut spec = LegSpec::new(&invocation.argv);
+    spec.cwd = invocation.cwd.clone();
+    spec.streams_first_output_early = provider.streams_first_output_early();
+    if !invocation.env.is_empty() {
+        let mut env = ChildEnv::from_current_process();
+        for (k, v) in &invocation.env {
+            env.insert(k, v)?;
+        }
+        spec.env = EnvPolicy::Explicit(env);
+    }
+    let stdin = match &invocation.stdin {
+        Stdin::Null => None,
+        Stdin::Bytes(bytes) => {
+            spec.stdin = StdinPolicy::Piped;
+            Some(bytes.clone())
+        }
+    };
+    spec.default_watchdogs = config.watchdogs;
+    spec.secret_lookup = config.secret_lookup.clone();
+    spec.containment = ContainmentPolicy::CgroupIfAvailable { parent: None };
+    spec.orphan_guard = Some(config.orphan_grace);
+    Ok((spec, stdin))
+}
+
+/// Records the spawn record on the session before any output is read; a
+/// failure to record ends the leg (SUP-013).
+fn record_spawn<R>(recorder: &Arc<R>, session: &str) -> OnSpawn
+where
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    let (recorder, session) = (Arc::clone(recorder), session.to_owned());
+    OnSpawn::asynchronous(move |record| async move {
+        let leg = LegRecord {
+            pid: i64::from(record.pid),
+            pgid: i64::from(record.pgid),
+            create_time: record.create_time.and_then(|t| i64::try_from(t).ok()),
+        };
+        tokio::task::spawn_blocking(move || {
+            recorder
+                .update_session(&session, &leg_columns(&leg))
+                .map(|_| ())
+                .map_err(|e| Box::new(e) as BoxError)
+        })
+        .await
+        .map_err(|e| Box::new(e) as BoxError)?
+    })
+}
+
+async fn supervise<P, R>(
+    provider: &P,
+    request: &AgentRequest,
+    recorder: &Arc<R>,
+    config: &RunConfig,
+    mut cancel: std::pin::Pin<&mut impl Future<Output = Cancellation>>,
+) -> Result<LegReport, Partial>
+where
+    P: Provider,
+    P::Error: Send + Sync + 'static,
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    let mut report = LegReport::default();
+    let (mut spec, stdin) = match leg_spec(provider, request, config) {
+        Ok(built) => built,
+        Err(e) => return Err((report, e)),
+    };
+    spec.on_spawn = Some(record_spawn(recorder, &config.session_id));
+    let spawned = tokio::select! {
+        spawned = Leg::spawn(spec) => spawned,
+        why = cancel.as_mut() => {
+            report.cancelled = Some(why);
+            return Ok(report);
+        }
+    };
+    let mut leg = match spawned {
+        Ok(leg) => leg,
+        Err(e) => return Err((report, e.into())),
+    };
+    report.leg = LegEnd::SupervisionFailed;
+    report.exit_status = "running".into();
+    if let (Some(bytes), Some(mut pipe)) = (stdin, leg.take_stdin()) {
+        if let Err(source) = pipe.write_all(&bytes).await {
+            let _ = leg.end().await;
+            return Err((
+                report,
+                Error::Io {
+                    what: "writing the prompt to the leg".into(),
+                    source,
+                },
+            ));
+        }
+        drop(pipe);
+    }
+    let mut parser = provider.parser();
+    let mut seq = 0u64;
+    let failure = loop {
+        let next = tokio::select! {
+            next = leg.next_event() => next,
+            why = cancel.as_mut() => {
+                report.cancelled = Some(why);
+                break None;
+            }
+        };
+        let events = match next {
+            Ok(None) => break None,
+            Ok(Some(Event::Json { value, .. })) => parser.parse_value(&value),
+            Ok(Some(Event::LineTooLong { line, len })) => {
+                tracing::warn!(line, len, "leg printed an over-long line; discarded");
+                report.errors += 1;
+                continue;
+            }
+            Ok(Some(Event::InvalidJson { line, error })) => {
+                tracing::warn!(line, %error, "leg printed a line that is not JSON");
+                report.errors += 1;
+                continue;
+            }
+            Ok(Some(other)) => {
+                tracing::debug!(?other, "unhandled leg event");
+                continue;
+            }
+            Err(e) => break Some(e),
+        };
+        if let Err(e) = record(recorder, &config.session_id, &events, &mut seq, &mut report).await {
+            let _ = leg.end().await;
+            return Err((report, e));
+        }
+    };
+    if let Some(e) = failure {
+        // A watchdog already ended the group; any other error ends it here.
+        let watchdog = matches!(
+            e,
+            cli_supervisor::Error::FirstOutputTimeout { .. }
+                | cli_supervisor::Error::IdleTimeout { .. }
+        );
+        let exit = leg.end().await;
+        report.leg = if watchdog {
+            LegEnd::WatchdogFired
+        } else {
+            LegEnd::SupervisionFailed
+        };
+        report.exit_status = exit.map_or_else(|_| "ended".into(), |x| x.status.to_string());
+        return Err((report, e.into()));
+    }
+    let tail = parser.finish();
+    if let Err(e) = record(recorder, &config.session_id, &tail, &mut seq, &mut report).await {
+        let _ = leg.end().await;
+        return Err((report, e));
+    }
+    report.resume_id = parser.resume_id().map(str::to_owned);
+    let exit = if report.cancelled.is_some() {
+        leg.end().await
+    } else {
+        leg.wait().await
+    };
+    let exit = match exit {
+        Ok(exit) => exit,
+        Err(e) => return Err((report, e.into())),
+    };
+    report.leg = LegEnd::Exited {
+        success: exit.status.success(),
+    };
+    report.exit_status = exit.status.to_string();
+    if !exit.status.success() && report.final_error.is_none() {
+        let tail = String::from_utf8_lossy(&exit.stderr_tail);
+        let last = tail
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or_default();
+        if !last.is_empty() {
+            report.final_error = Some(last.chars().take(500).collect());
+        }
+    }
+    Ok(report)
+}
+
+/// The message role of a stream event.
+pub fn event_role(event: &StreamEvent) -> &'static str {
+    match event {
+        StreamEvent::SessionId { .. } => "session",
+        StreamEvent::Text { .. } => "assistant",
+        StreamEvent::Thinking { .. } => "thinking",
+        StreamEvent::ToolUse { .. } => "tool_use",
+        StreamEvent::ToolResult { .. } => "tool_result",
+        StreamEvent::Usage(_) => "usage",
+        StreamEvent::Final(_) => "result",
+        StreamEvent::BenignEnd => "end",
+        StreamEvent::Error { .. } => "error",
+        _ => "event",
+    }
+}
+
+async fn record<R>(
+    recorder: &Arc<R>,
+    session: &str,
+    events: &[StreamEvent],
+    seq: &mut u64,
+    report: &mut LegReport,
+) -> Result<(), Error>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    for event in events {
+        match event {
+            StreamEvent::Usage(u) => {
+                report.usage.input_tokens = u.input_tokens.and_then(|n| i64::try_from(n).ok());
+                report.usage.output_tokens = u.output_tokens.and_then(|n| i64::try_from(n).ok());
+                report.usage.total_cost_usd = u.cost_usd;
+            }
+            StreamEvent::Final(f) => {
+                report.saw_final = true;
+                if f.is_error {
+                    report.final_error = Some(
+                        f.error
+                            .clone()
+                            .unwrap_or_else(|| "the provider reported failure".into()),
+                    );
+                }
+            }
+            StreamEvent::Error { .. } => report.errors += 1,
+            StreamEvent::Text { text } => report.text.push_str(text),
+            _ => {}
+        }
+        *seq += 1;
+        report.messages += 1;
+        let (recorder, session) = (Arc::clone(recorder), session.to_owned());
+        let role = event_role(event);
+        let content = serde_json::to_string(event).unwrap_or_else(|_| Value::Null.to_string());
+        let id = format!("{session}:{seq}");
+        blocking("store", move || {
+            recorder
+                .record_message(&session, &id, role, &content, now_micros())
+                .map_err(Error::store("recording a message"))
+        })
+        .await?;
+    }
+    Ok(())
+}
+
+async fn finish<R>(
+    recorder: Arc<R>,
+    config: RunConfig,
+    report: LegReport,
+    mut sandbox: Option<SandboxSession>,
+) -> Result<RunReport, Error>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    let mut facts = RunFacts {
+        leg: report.leg,
+        saw_final: report.saw_final,
+        provider_error: report.final_error.is_some(),
+        cancelled: report.cancelled,
+        evidence: WorkEvidence::Unknown,
+    };
+    // Completion evidence: only a probe that ran may report "nothing done".
+    let evidence = match &sandbox {
+        Some(s) if facts.clean() => {
+            let (dir, base) = (s.worktree_path.clone(), s.base_branch.clone());
+            let probed = blocking("evidence", move || {
+                Ok(probe_completion_evidence(&dir, &base))
+            })
+            .await?;
+            facts.evidence = match (probed.checked, probed.has_evidence()) {
+                (true, false) => WorkEvidence::NoneFound,
+                (true, true) => WorkEvidence::Found,
+                (false, _) => WorkEvidence::Unknown,
+            };
+            Some(probed)
+        }
+        _ => None,
+    };
+    let verdict = end_of_run(&facts);
+    let error = report
+        .final_error
+        .clone()
+        .or_else(|| (!verdict.ok()).then(|| format!("leg ended: {}", report.exit_status)));
+    let end = SessionEnd {
+        usage: report.usage.clone(),
+        error: error.clone(),
+        ..SessionEnd::new(
+            &config.session_id,
+            verdict.status,
+            verdict.reason_code,
+            now_micros(),
+        )
+    };
+    let outcome = {
+        let (recorder, actor) = (Arc::clone(&recorder), config.actor.clone());
+        blocking("store", move || {
+            recorder
+                .persist_session_end(&end, &actor)
+                .map_err(Error::store("recording the session end"))
+        })
+        .await?
+    };
+    let recorded_status = outcome
+        .current_status
+        .unwrap_or_else(|| verdict.status.to_owned());
+    let ok = verdict.ok() && recorded_status == verdict.status;
+    let mut note = None;
+    if let Some(mut s) = sandbox.take() {
+        let empty = facts.evidence == WorkEvidence::NoneFound && ok;
+        let mut kept = SandboxNote {
+            id: s.id.clone(),
+            branch: s.branch.clone(),
+            worktree: s.worktree_path.clone(),
+            kept: true,
+        };
+        if empty {
+            let cleaned = blocking("sandbox", move || {
+                cleanup_sandbox(&mut s)
+                    .map(|_| ())
+                    .map_err(|source| Error::Sandbox {
+                        workspace: String::new(),
+                        source,
+                    })
+            })
+            .await;
+            match cleaned {
+                Ok(()) => kept.kept = false,
+                Err(e) => tracing::warn!(error = %e, "could not remove the empty run's sandbox"),
+            }
+        }
+        note = Some(kept);
+    }
+    let run = RunReport {
+        session: config.session_id.clone(),
+        provider: config.provider.name(),
+        verdict,
+        recorded_status,
+        ok,
+        messages: report.messages,
+        errors: report.errors,
+        resume_id: report.resume_id,
+        error,
+        text: report.text,
+        exit_status: report.exit_status,
+        usage: report.usage,
+        sandbox: note,
+        evidence,
+    };
+    if let (Some(callback), Some(_)) = (&config.on_terminal, outcome.transition_id) {
+        // After commit, outside the store: a panicking callback cannot undo it.
+        let call = std::panic::AssertUnwindSafe(|| callback(&run));
+        if std::panic::catch_unwind(call).is_err() {
+            tracing::warn!(session = %run.session, "terminal callback panicked; ignored");
+        }
+    }
+    Ok(run)
+}
