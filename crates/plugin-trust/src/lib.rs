@@ -131,6 +131,7 @@
 
 mod bundle_fs;
 mod canonical;
+mod definition;
 mod error;
 mod manifest;
 mod provider;
@@ -140,12 +141,13 @@ mod settings;
 mod version;
 mod wire;
 
+pub use definition::{ProviderDefinition, ProviderKind};
 pub use error::{Error, Result};
 pub use manifest::{
     Capabilities, HookDecl, HookKind, HookMatcher, MANIFEST_FILE, Manifest, ProviderDecl, ToolDecl,
     ToolTarget, hook_arg_path, is_plugin_name, parse_tool_target, validate_relative_path,
 };
-pub use provider::{PluginProvider, ProviderDefinition, ProviderFallback, ProviderKind};
+pub use provider::{PluginProvider, ProviderFallback};
 pub use registry::{Activation, Config, HookActivation, Registry, Target};
 pub use settings::{SettingsFile, TrustRecord};
 pub use version::{COMPAT_VERSION, specifier_admits};
