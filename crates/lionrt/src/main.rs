@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod admission;
+mod kill;
 mod out;
 mod plugin;
 mod run;
@@ -32,7 +33,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Inspect and change lifecycle state (init, create, transition, history, health).
+    /// Inspect and change lifecycle state (init, create, transition, history, health, doctor).
     #[command(subcommand)]
     State(state::StateCmd),
     /// Audit MCP tool descriptors with the admission gate (for CI and operators).
@@ -45,6 +46,9 @@ enum Command {
     Plugin(plugin::PluginArgs),
     /// Run the main job: record a session, supervise a leg, print its history.
     Run(run::RunArgs),
+    /// End a live session's leg from another terminal (id or unique prefix),
+    /// or every session whose owner is gone (--all-stale).
+    Kill(kill::KillArgs),
     /// The scripted provider's leg: prints an NDJSON file on stdout.
     #[command(name = "__scripted-leg", hide = true)]
     ScriptedLeg {
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Command::Sandbox(cmd) => sandbox::run(cli.json, cmd),
         Command::Plugin(args) => plugin::run(cli.json, args),
         Command::Run(args) => run::run(&cli.db, cli.json, args),
+        Command::Kill(args) => kill::run(&cli.db, cli.json, args),
         Command::ScriptedLeg { script } => run::scripted_leg(&script),
     };
     match result {

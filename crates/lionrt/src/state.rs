@@ -44,6 +44,14 @@ pub(crate) enum StateCmd {
     },
     /// Check the database (read-only) and classify every open session's health.
     Health,
+    /// End every open session whose owner is provably gone (status failed,
+    /// reason session.orphaned.no_process), signalling its leg's group only
+    /// when the recorded start time still matches.
+    Doctor {
+        /// Report what would be ended, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -238,6 +246,17 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         StateCmd::Health => health(db, json),
+        StateCmd::Doctor { dry_run } => {
+            let store = open_store(db)?;
+            let procs = runner::Processes {
+                table: &cli_supervisor::ProcTable,
+                signaller: &cli_supervisor::OsSignaller,
+            };
+            let report =
+                runner::sweep_orphans(&store, &procs, &crate::run::sweep_actor(), dry_run)?;
+            crate::kill::print_sweep(json, dry_run, &report);
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod admission;
 mod cancel;
+mod crash;
 mod plugin;
 mod run;
 mod sandbox;
