@@ -17,21 +17,7 @@
 //! group only under the evidence rule; [`kill_session`] ends a live leg
 //! from another process through its spawn record and records `cancelled`.
 //!
-//! ```no_run
-//! # async fn demo() -> Result<(), runner::Error> {
-//! use std::sync::Arc;
-//! use lifecycle_core::Cancellation;
-//! use runner::{LegProgram, ProviderChoice, RunConfig};
-//!
-//! let store = Arc::new(test_support::MemoryStore::default());
-//! let script = providers_scripted::ScriptModel::from_json(
-//!     r#"[{"type": "text", "text": "done"}]"#).expect("script");
-//! let leg = LegProgram { program: "scripted-leg".into(), args: vec![] };
-//! let config = RunConfig::new("s-1", ProviderChoice::Scripted { script, leg }, "hi", ".");
-//! let report = runner::run(store, config, std::future::pending::<Cancellation>()).await?;
-//! assert_eq!(report.recorded_status, "completed");
-//! # Ok(()) }
-//! ```
+//! See the README (run as a doctest) for an example.
 //!
 //! Features: none. Linux only (process groups, /proc).
 
@@ -49,3 +35,7 @@ pub use sweep::{
     SweptSession, boot_id, current_owner, kill_session, owner_state, resolve_session,
     sweep_orphans,
 };
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

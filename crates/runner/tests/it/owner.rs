@@ -1,0 +1,170 @@
+//! Owner judgement and the sweep over a fake process table: the evidence
+//! rule as properties.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::Mutex;
+
+use cli_supervisor::{GroupScan, GroupSignal, ProcessTable, Signaller};
+use lifecycle_core::{
+    Actor, ActorType, LegRecord, OwnerRecord, SessionRecorder, SessionStart, leg_columns,
+};
+use proptest::prelude::*;
+use runner::{GoneBecause, OwnerState, Processes, owner_state, sweep_orphans};
+use test_support::MemoryStore;
+
+/// pid -> start time; everything else is absent.
+#[derive(Default)]
+struct Table(BTreeMap<i32, u64>);
+
+impl ProcessTable for Table {
+    fn start_time(&self, pid: i32) -> Option<u64> {
+        self.0.get(&pid).copied()
+    }
+    fn pgid(&self, pid: i32) -> Option<i32> {
+        self.0.contains_key(&pid).then_some(pid)
+    }
+    fn scan_group(&self, pgid: i32) -> GroupScan {
+        GroupScan {
+            live: self.0.keys().copied().filter(|p| *p == pgid).collect(),
+            zombies: vec![],
+            complete: true,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<(i32, GroupSignal)>>);
+
+impl Signaller for Recorder {
+    fn signal_group(&self, pgid: i32, signal: GroupSignal) -> io::Result<()> {
+        self.0.lock().expect("lock").push((pgid, signal));
+        Ok(())
+    }
+}
+
+fn owner(pid: i64, start: Option<i64>, boot: Option<&str>) -> OwnerRecord {
+    OwnerRecord {
+        pid,
+        start_time: start,
+        boot_id: boot.map(str::to_owned),
+    }
+}
+
+proptest! {
+    #[test]
+    fn an_owner_is_alive_only_on_an_exact_start_time_and_gone_only_on_proof(
+        pid in 2i32..100_000,
+        recorded in proptest::option::of(0i64..1_000_000),
+        live in proptest::option::of(0u64..1_000_000),
+        same_boot in any::<bool>(),
+    ) {
+        let mut table = Table::default();
+        if let Some(live) = live {
+            table.0.insert(pid, live);
+        }
+        let rec = owner(i64::from(pid), recorded, Some("boot-a"));
+        let now = if same_boot { "boot-a" } else { "boot-b" };
+        let state = owner_state(Some(&rec), &table, Some(now));
+        if !same_boot {
+            prop_assert_eq!(state, OwnerState::Gone(GoneBecause::Rebooted));
+        } else {
+            match (recorded, live) {
+                // contract: SUP-007
+                // No recorded start time proves nothing either way.
+                (None, _) => prop_assert_eq!(state, OwnerState::Unknown),
+                (Some(_), None) => prop_assert_eq!(state, OwnerState::Gone(GoneBecause::NoProcess)),
+                (Some(r), Some(l)) if u64::try_from(r).ok() == Some(l) => {
+                    prop_assert_eq!(state, OwnerState::Alive)
+                }
+                (Some(_), Some(_)) => prop_assert_eq!(state, OwnerState::Gone(GoneBecause::PidReused)),
+            }
+        }
+        prop_assert_eq!(owner_state(None, &table, Some(now)), OwnerState::Unknown);
+    }
+
+    #[test]
+    fn the_sweep_signals_a_leg_only_when_its_start_time_matches(
+        leg_pid in 2i32..100_000,
+        recorded in proptest::option::of(0i64..1_000),
+        live in proptest::option::of(0u64..1_000),
+    ) {
+        // contract: SUP-006
+        let store = MemoryStore::default();
+        let actor = Actor::new(ActorType::Executor, "t");
+        let start = SessionStart {
+            // Owner pid 1 with a start time no table entry has: gone.
+            owner: Some(owner(1, Some(5), None)),
+            ..SessionStart::new("s", "run.started.ok")
+        };
+        store.persist_session_start(&start, &actor).expect("start");
+        let leg = LegRecord { pid: i64::from(leg_pid), pgid: i64::from(leg_pid), create_time: recorded };
+        store.update_session("s", &leg_columns(&leg)).expect("leg");
+        let mut table = Table::default();
+        if let Some(live) = live {
+            table.0.insert(leg_pid, live);
+        }
+        let signals = Recorder::default();
+        let procs = Processes { table: &table, signaller: &signals };
+        let report = sweep_orphans(&store, &procs, &Actor::new(ActorType::System, "sweep"), false)
+            .expect("sweep");
+        prop_assert_eq!(report.orphans.len(), 1);
+        prop_assert!(report.orphans[0].ended);
+        let sent = signals.0.lock().expect("lock").clone();
+        let matches = matches!((recorded, live), (Some(r), Some(l)) if u64::try_from(r).ok() == Some(l));
+        if matches {
+            prop_assert_eq!(sent, vec![(leg_pid, GroupSignal::Kill)]);
+        } else {
+            prop_assert!(sent.is_empty(), "signalled {:?}", sent);
+        }
+        let snap = store.session("s").expect("read").expect("row");
+        prop_assert_eq!(snap.status.as_str(), "failed");
+        prop_assert_eq!(snap.reason_code.as_deref(), Some("session.orphaned.no_process"));
+    }
+}
+
+#[test]
+fn a_dry_run_and_a_live_owner_change_nothing() {
+    let store = MemoryStore::default();
+    let actor = Actor::new(ActorType::Executor, "t");
+    for (id, start) in [("gone", 5), ("alive", 9)] {
+        let s = SessionStart {
+            owner: Some(owner(7, Some(start), None)),
+            ..SessionStart::new(id, "run.started.ok")
+        };
+        store.persist_session_start(&s, &actor).expect("start");
+        let leg = LegRecord {
+            pid: 70,
+            pgid: 70,
+            create_time: Some(1),
+        };
+        store.update_session(id, &leg_columns(&leg)).expect("leg");
+    }
+    let table = Table([(7, 9), (70, 1)].into_iter().collect());
+    let signals = Recorder::default();
+    let procs = Processes {
+        table: &table,
+        signaller: &signals,
+    };
+    let sweeper = Actor::new(ActorType::System, "sweep");
+    let dry = sweep_orphans(&store, &procs, &sweeper, true).expect("dry");
+    assert_eq!(dry.orphans.len(), 1);
+    assert!(!dry.orphans[0].ended);
+    assert!(signals.0.lock().expect("lock").is_empty());
+    assert_eq!(
+        store.session("gone").expect("read").expect("row").status,
+        "running"
+    );
+    let real = sweep_orphans(&store, &procs, &sweeper, false).expect("sweep");
+    assert_eq!(real.orphans.len(), 1);
+    assert_eq!(real.left_alone, [("alive".to_owned(), OwnerState::Alive)]);
+    assert_eq!(
+        store.session("alive").expect("read").expect("row").status,
+        "running"
+    );
+    // The one signal went to the orphan's leg, whose start time matched.
+    assert_eq!(*signals.0.lock().expect("lock"), [(70, GroupSignal::Kill)]);
+    // The terminal move went through the guarded path with the sweep's actor.
+    let history = lifecycle_core::LifecycleStore::history(&store, "session", "gone").expect("h");
+    assert_eq!(history.last().map(|t| t.actor_id.as_str()), Some("sweep"));
+}

@@ -1,0 +1,299 @@
+//! Whole runs against the in-memory and the SQLite recorder, with a real
+//! leg: `/bin/sh` replaying the scripted provider's leg file.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lifecycle_core::{
+    Actor, Cancellation, InitialCommand, LifecycleStore, Outcome, SessionEnd, SessionRecorder,
+    SessionSnapshot, SessionStart, TransitionCommand, TransitionRecord,
+};
+use providers_scripted::ScriptModel;
+use runner::{LegProgram, ProviderChoice, RunConfig, RunReport};
+use serde_json::Value;
+use state_sqlite::{Engine, EngineConfig, Store};
+use test_support::{MemoryStore, MemoryStoreError};
+
+/// A leg program that prints the leg file as it is (`sh -c 'sleep 0.1; cat "$2"'`;
+/// the pause keeps the leader alive long enough to read its start time).
+fn cat_leg() -> LegProgram {
+    LegProgram {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), r#"sleep 0.1; cat "$2""#.into(), "leg".into()],
+    }
+}
+
+fn scripted(script: &str, leg: LegProgram) -> ProviderChoice {
+    ProviderChoice::Scripted {
+        script: ScriptModel::from_json(script).expect("script"),
+        leg,
+    }
+}
+
+const STREAM: &str = r#"[{"type": "stream", "chunks": ["a", "b", "c"]}]"#;
+
+fn config(id: &str, provider: ProviderChoice) -> RunConfig {
+    let dir = std::env::temp_dir();
+    RunConfig::new(id, provider, "do it", dir)
+}
+
+async fn never() -> Cancellation {
+    std::future::pending().await
+}
+
+fn sqlite() -> (tempfile::TempDir, Arc<Store>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store =
+        Store::new(Engine::create(dir.path().join("s.db"), EngineConfig::default()).expect("db"));
+    (dir, Arc::new(store))
+}
+
+async fn completes_and_records<R: SessionRecorder + Send + Sync + 'static>(store: Arc<R>) {
+    let seen = Arc::new(Mutex::new(Vec::<(RunReport, Option<String>)>::new()));
+    let mut cfg = config("ok-1", scripted(STREAM, cat_leg()));
+    {
+        let (seen, store) = (Arc::clone(&seen), Arc::clone(&store));
+        cfg.on_terminal = Some(Arc::new(move |report: &RunReport| {
+            // The terminal transition is committed before the callback runs.
+            let status = store
+                .session(&report.session)
+                .ok()
+                .flatten()
+                .map(|s| s.status);
+            seen.lock().expect("lock").push((report.clone(), status));
+        }));
+    }
+    let report = runner::run(Arc::clone(&store), cfg, never())
+        .await
+        .expect("run");
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.recorded_status, "completed");
+    assert_eq!(report.verdict.reason_code, "run.completed.ok");
+    assert_eq!(report.text, "abc");
+    let snap = store.session("ok-1").expect("read").expect("row");
+    assert_eq!(snap.status, "completed");
+    assert_eq!(snap.messages, report.messages);
+    assert!(report.messages >= 5, "{report:?}");
+    // The owner is this process, with its start time; the leg's spawn
+    // record was stored with a start time.
+    let owner = snap.owner().expect("owner");
+    assert_eq!(owner.pid, i64::from(std::process::id()));
+    assert!(owner.start_time.is_some());
+    let leg = snap.leg().expect("spawn record");
+    assert_eq!(leg.pid, leg.pgid);
+    assert!(leg.create_time.is_some());
+    let seen = seen.lock().expect("lock");
+    assert_eq!(seen.len(), 1, "the callback runs once");
+    assert_eq!(seen[0].1.as_deref(), Some("completed"));
+}
+
+#[tokio::test]
+async fn a_run_completes_and_records_everything_in_memory() {
+    completes_and_records(Arc::new(MemoryStore::default())).await;
+}
+
+#[tokio::test]
+async fn a_run_completes_and_records_everything_in_sqlite() {
+    let (_dir, store) = sqlite();
+    completes_and_records(store).await;
+}
+
+#[tokio::test]
+async fn a_provider_error_fails_the_session_with_its_message() {
+    let store = Arc::new(MemoryStore::default());
+    let script = r#"[{"type": "error", "message": "quota exhausted", "status": 429}]"#;
+    let report = runner::run(
+        Arc::clone(&store),
+        config("e", scripted(script, cat_leg())),
+        never(),
+    )
+    .await
+    .expect("run");
+    assert!(!report.ok);
+    assert_eq!(report.recorded_status, "failed");
+    assert_eq!(
+        report.verdict.reason_code,
+        "run.failed.provider_nonretryable"
+    );
+    assert!(report.error.as_deref().is_some_and(|e| e.contains("quota")));
+}
+
+#[tokio::test]
+async fn a_missing_leg_program_ends_the_session_failed() {
+    let store = Arc::new(MemoryStore::default());
+    let leg = LegProgram {
+        program: "/nonexistent/scripted-leg".into(),
+        args: vec![],
+    };
+    let report = runner::run(
+        Arc::clone(&store),
+        config("m", scripted(STREAM, leg)),
+        never(),
+    )
+    .await
+    .expect("run");
+    assert_eq!(report.recorded_status, "failed");
+    assert_eq!(report.verdict.reason_code, "run.failed.exception");
+    assert!(
+        report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("scripted-leg"))
+    );
+    assert!(store.open_sessions().expect("open").is_empty());
+}
+
+#[tokio::test]
+async fn a_cancellation_ends_the_leg_and_records_cancelled() {
+    let store = Arc::new(MemoryStore::default());
+    let slow = LegProgram {
+        program: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            r#"head -n 1 "$2"; sleep 30"#.into(),
+            "leg".into(),
+        ],
+    };
+    let cancel = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Cancellation::Orchestrator
+    };
+    let started = std::time::Instant::now();
+    let report = runner::run(
+        Arc::clone(&store),
+        config("c", scripted(STREAM, slow)),
+        cancel,
+    )
+    .await
+    .expect("run");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(report.recorded_status, "cancelled");
+    assert_eq!(report.verdict.reason_code, "run.cancelled.orchestrator");
+    let leg = store
+        .session("c")
+        .expect("read")
+        .and_then(|s| s.leg())
+        .expect("leg");
+    let alive = std::path::Path::new(&format!("/proc/{}", leg.pid)).exists();
+    assert!(!alive, "the leg was ended");
+}
+
+/// A recorder that fails one kind of write, to show every failure after
+/// the start still ends the session.
+struct Failing {
+    inner: MemoryStore,
+    fail_messages: bool,
+    fail_updates: bool,
+    calls: AtomicUsize,
+}
+
+impl Failing {
+    fn new(fail_messages: bool, fail_updates: bool) -> Self {
+        Self {
+            inner: MemoryStore::default(),
+            fail_messages,
+            fail_updates,
+            calls: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl LifecycleStore for Failing {
+    type Error = MemoryStoreError;
+    fn create(&self, cmd: &InitialCommand) -> Result<Outcome, MemoryStoreError> {
+        self.inner.create(cmd)
+    }
+    fn transition(&self, cmd: &TransitionCommand) -> Result<Outcome, MemoryStoreError> {
+        self.inner.transition(cmd)
+    }
+    fn history(&self, t: &str, id: &str) -> Result<Vec<TransitionRecord>, MemoryStoreError> {
+        self.inner.history(t, id)
+    }
+}
+
+impl SessionRecorder for Failing {
+    fn persist_session_start(
+        &self,
+        s: &SessionStart,
+        a: &Actor,
+    ) -> Result<Outcome, MemoryStoreError> {
+        self.inner.persist_session_start(s, a)
+    }
+    fn persist_session_end(&self, e: &SessionEnd, a: &Actor) -> Result<Outcome, MemoryStoreError> {
+        self.inner.persist_session_end(e, a)
+    }
+    fn record_message(
+        &self,
+        s: &str,
+        id: &str,
+        r: &str,
+        c: &str,
+        at: i64,
+    ) -> Result<bool, MemoryStoreError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if self.fail_messages {
+            return Err(MemoryStoreError::Poisoned);
+        }
+        self.inner.record_message(s, id, r, c, at)
+    }
+    fn update_session(
+        &self,
+        s: &str,
+        c: &BTreeMap<String, Value>,
+    ) -> Result<bool, MemoryStoreError> {
+        if self.fail_updates {
+            return Err(MemoryStoreError::Poisoned);
+        }
+        self.inner.update_session(s, c)
+    }
+    fn session(&self, s: &str) -> Result<Option<SessionSnapshot>, MemoryStoreError> {
+        self.inner.session(s)
+    }
+    fn open_sessions(&self) -> Result<Vec<SessionSnapshot>, MemoryStoreError> {
+        self.inner.open_sessions()
+    }
+    fn session_ids_with_prefix(&self, p: &str, l: usize) -> Result<Vec<String>, MemoryStoreError> {
+        self.inner.session_ids_with_prefix(p, l)
+    }
+}
+
+#[tokio::test]
+async fn a_store_failure_mid_run_still_ends_the_session() {
+    let store = Arc::new(Failing::new(true, false));
+    let report = runner::run(
+        Arc::clone(&store),
+        config("f", scripted(STREAM, cat_leg())),
+        never(),
+    )
+    .await
+    .expect("run");
+    assert_eq!(report.recorded_status, "failed");
+    assert_eq!(report.verdict.reason_code, "run.failed.exception");
+    assert!(
+        report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("recording a message"))
+    );
+    assert!(store.calls.load(Ordering::Relaxed) >= 1);
+    assert!(store.open_sessions().expect("open").is_empty());
+}
+
+#[tokio::test]
+async fn a_spawn_record_that_cannot_be_stored_ends_the_leg_and_the_session() {
+    // contract: SUP-013
+    let store = Arc::new(Failing::new(false, true));
+    let report = runner::run(
+        Arc::clone(&store),
+        config("u", scripted(STREAM, cat_leg())),
+        never(),
+    )
+    .await
+    .expect("run");
+    assert_eq!(report.recorded_status, "failed");
+    assert_eq!(report.verdict.reason_code, "run.failed.exception");
+    assert_eq!(report.messages, 0, "no output was read before the record");
+    assert!(store.open_sessions().expect("open").is_empty());
+}
