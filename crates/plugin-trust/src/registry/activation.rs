@@ -14,7 +14,7 @@ use crate::definition::ProviderDefinition;
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, hex, hook_arg_path};
 use crate::sealed::{SealedFile, inherit_in_child};
-use crate::settings::TrustRecord;
+use crate::settings::{self, TrustRecord};
 use crate::version::{COMPAT_VERSION, specifier_admits};
 
 /// What to activate within a plugin.
@@ -197,10 +197,12 @@ impl Registry {
     pub(super) fn eligible(&self, plugin: &str) -> Result<Eligible> {
         let dir_path = self.bundle_dir(plugin)?;
         let manifest = self.rescan(plugin, &dir_path)?;
-        let settings = self.settings.load()?;
-        let record = settings.record(plugin).ok_or_else(|| Error::Untrusted {
-            plugin: plugin.to_owned(),
-        })?;
+        let settings = settings::load(&self.settings)?;
+        let record = settings
+            .trust_record(plugin)
+            .ok_or_else(|| Error::Untrusted {
+                plugin: plugin.to_owned(),
+            })?;
         if !same_bundle(&record.bundle_path, &dir_path) {
             return Err(Error::Changed {
                 plugin: plugin.to_owned(),
@@ -213,7 +215,7 @@ impl Registry {
                 what: "the manifest differs".to_owned(),
             });
         }
-        if settings.is_disabled(plugin) {
+        if settings.is_plugin_disabled(plugin) {
             return Err(Error::Disabled {
                 plugin: plugin.to_owned(),
             });

@@ -8,7 +8,7 @@ use super::discovery::same_bundle;
 use crate::bundle_fs::BundleDir;
 use crate::error::{Error, Result};
 use crate::manifest::hex;
-use crate::settings::{Settings, TrustRecord};
+use crate::settings::{self, Settings, TrustRecord};
 use crate::version::{COMPAT_VERSION, specifier_admits};
 use crate::wire::{
     DisclosedFile, DisclosedHook, DisclosedTool, Disclosure, FileCheck, HashCheck, ListReport,
@@ -25,15 +25,15 @@ impl Registry {
                 Ok(report) => (report.state, report.enabled, report.compatible, None),
                 Err(error @ Error::SettingsRead { .. }) => return Err(error),
                 Err(error) => {
-                    let settings = self.settings.load()?;
-                    let state = if settings.record_names().iter().any(|n| n == name) {
+                    let settings = settings::load(&self.settings)?;
+                    let state = if settings.trust_record_names().iter().any(|n| n == name) {
                         TrustState::Changed
                     } else {
                         TrustState::Untrusted
                     };
                     (
                         state,
-                        !settings.is_disabled(name),
+                        !settings.is_plugin_disabled(name),
                         specifier_admits(&bundle.manifest.lionagi, COMPAT_VERSION),
                         Some(error.to_string()),
                     )
@@ -61,8 +61,8 @@ impl Registry {
     pub fn verify(&self, plugin: &str) -> Result<VerifyReport> {
         let dir_path = self.bundle_dir(plugin)?;
         let manifest = self.rescan(plugin, &dir_path)?;
-        let settings = self.settings.load()?;
-        let record = settings.record(plugin);
+        let settings = settings::load(&self.settings)?;
+        let record = settings.trust_record(plugin);
         let current_manifest = manifest.sha256();
         let manifest_check = check(
             record.as_ref().map(|r| r.manifest.clone()),
@@ -92,7 +92,7 @@ impl Registry {
                 }
             })
             .collect();
-        let recorded_bundle_path = settings.record_bundle_path(plugin);
+        let recorded_bundle_path = settings.trust_record_bundle_path(plugin);
         let state = match &record {
             None => TrustState::Untrusted,
             Some(record)
@@ -107,7 +107,7 @@ impl Registry {
         Ok(VerifyReport {
             name: plugin.to_owned(),
             state,
-            enabled: !settings.is_disabled(plugin),
+            enabled: !settings.is_plugin_disabled(plugin),
             compatible: specifier_admits(&manifest.lionagi, COMPAT_VERSION),
             bundle_path: dir_path,
             recorded_bundle_path,
@@ -252,8 +252,9 @@ impl Registry {
                 });
             }
         }
-        self.settings
-            .update(|settings| settings.set_record(plugin, &record))?;
+        settings::update(&self.settings, |settings| {
+            settings.set_trust_record(plugin, &record)
+        })?;
         tracing::info!(plugin, "plugin trusted");
         Ok(TrustReport {
             name: plugin.to_owned(),
@@ -265,9 +266,9 @@ impl Registry {
     /// no bundle (a record for a removed bundle can be dropped too).
     #[tracing::instrument(skip_all, fields(plugin))]
     pub fn untrust(&self, plugin: &str) -> Result<bool> {
-        let removed = self
-            .settings
-            .update(|settings| settings.remove_record(plugin))?;
+        let removed = settings::update(&self.settings, |settings| {
+            settings.remove_trust_record(plugin)
+        })?;
         if removed {
             tracing::info!(plugin, "plugin untrusted");
         }
@@ -277,8 +278,9 @@ impl Registry {
     /// Enables or disables a plugin (`disabled_plugins` in the settings).
     #[tracing::instrument(skip_all, fields(plugin, enabled))]
     pub fn set_enabled(&self, plugin: &str, enabled: bool) -> Result<()> {
-        self.settings
-            .update(|settings| settings.set_disabled(plugin, !enabled))?;
+        settings::update(&self.settings, |settings| {
+            settings.set_plugin_disabled(plugin, !enabled)
+        })?;
         tracing::info!(plugin, enabled, "plugin enablement changed");
         Ok(())
     }
@@ -288,17 +290,17 @@ impl Registry {
     /// Running it again prunes nothing.
     #[tracing::instrument(skip_all)]
     pub fn gc(&self) -> Result<Vec<String>> {
-        self.settings.update(|settings: &mut Settings| {
+        settings::update(&self.settings, |settings: &mut Settings| {
             let mut pruned = Vec::new();
-            for name in settings.record_names() {
-                let Some(path) = settings.record_bundle_path(&name) else {
+            for name in settings.trust_record_names() {
+                let Some(path) = settings.trust_record_bundle_path(&name) else {
                     continue;
                 };
                 let gone = matches!(
                     std::fs::metadata(&path),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound
                 );
-                if gone && settings.remove_record(&name) {
+                if gone && settings.remove_trust_record(&name) {
                     pruned.push(name);
                 }
             }

@@ -1,0 +1,126 @@
+//! The settings file on disk: located once, read fresh on every call, and
+//! written by locked read-modify-write with an atomic replace.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::document::Settings;
+use crate::error::Error;
+use crate::locate::{SETTINGS_PATH_VAR, locate_settings_with};
+
+/// The user-level settings file. Every crate that reads `settings.yaml`
+/// (secret lookup in `cli-supervisor`, plugin trust in `plugin-trust`)
+/// goes through this one type and the [`Settings`] it parses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsFile {
+    path: PathBuf,
+}
+
+impl SettingsFile {
+    /// The variable naming the settings file instead of
+    /// `$HOME/.lionagi/settings.yaml`.
+    pub const PATH_VAR: &'static str = SETTINGS_PATH_VAR;
+
+    /// The settings file at `path`.
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// `$LIONAGI_SETTINGS_FILE`, else `$HOME/.lionagi/settings.yaml`;
+    /// `None` if neither is set.
+    pub fn locate() -> Option<Self> {
+        Self::locate_with(|name| std::env::var_os(name))
+    }
+
+    /// [`SettingsFile::locate`] over any variable source.
+    pub fn locate_with(lookup: impl Fn(&str) -> Option<OsString>) -> Option<Self> {
+        locate_settings_with(lookup).map(Self::at)
+    }
+
+    /// The path of the file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads and parses the file. A missing file is empty settings; an
+    /// unreadable or unparsable one is an error, never "no settings".
+    ///
+    /// # Errors
+    /// [`Error::NotConfigured`] for an empty path, [`Error::Read`],
+    /// [`Error::NotUtf8`], [`Error::Invalid`].
+    pub fn load(&self) -> Result<Settings, Error> {
+        if self.path.as_os_str().is_empty() {
+            return Err(Error::NotConfigured);
+        }
+        match std::fs::read(&self.path) {
+            Ok(bytes) => Settings::parse(&bytes).map_err(|e| e.at(&self.path)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Settings::default()),
+            Err(source) => Err(Error::Read {
+                path: self.path.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Read-modify-write under an exclusive lock on `<path>.lock`: `change`
+    /// sees the latest file, keys it does not touch survive, and the new
+    /// content replaces the old by rename, so a reader sees the old or the
+    /// new file, never half of one. Nothing is written when `change` leaves
+    /// the document as it was. The lock file is separate because a rename
+    /// would orphan a lock held on the settings file itself.
+    ///
+    /// # Errors
+    /// As [`SettingsFile::load`], and [`Error::Write`].
+    pub fn update<R>(&self, change: impl FnOnce(&mut Settings) -> R) -> Result<R, Error> {
+        if self.path.as_os_str().is_empty() {
+            return Err(Error::NotConfigured);
+        }
+        let write_err = |source: io::Error| Error::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let dir = match self.path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&dir).map_err(write_err)?;
+        let lock = open_lock(&self.lock_path()).map_err(write_err)?;
+        lock.lock().map_err(write_err)?;
+        let mut settings = self.load()?;
+        let before = settings.clone();
+        let result = change(&mut settings);
+        if settings == before {
+            return Ok(result);
+        }
+        let text = settings.render().map_err(write_err)?;
+        let mut temp = tempfile::Builder::new()
+            .prefix(".settings.")
+            .tempfile_in(&dir)
+            .map_err(write_err)?;
+        temp.write_all(text.as_bytes()).map_err(write_err)?;
+        temp.as_file().sync_all().map_err(write_err)?;
+        temp.persist(&self.path).map_err(|e| write_err(e.error))?;
+        // The lock is released when `lock` is closed, after the rename.
+        drop(lock);
+        Ok(result)
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(".lock");
+        PathBuf::from(name)
+    }
+}
+
+fn open_lock(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+}
