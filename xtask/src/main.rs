@@ -3,8 +3,10 @@
 //! - `migrate --db PATH`: create or migrate a state database and report the
 //!   migrations applied.
 //! - `tidy`: repository rules (also run as a test of this crate).
-//! - `ci`: what CI runs: `cargo fmt --check`, clippy with `-D warnings` on
-//!   every target, then the test suite.
+//! - `ci`: what CI runs, defined once (`.ci/run` calls it after installing
+//!   system packages): `cargo fmt --check`, clippy with `-D warnings` on
+//!   every target (and on mcp-admission's `regex` feature), then the test
+//!   suite (and mcp-admission's `regex` tests).
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -90,10 +92,51 @@ fn migrate(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// The environment every CI step runs with: no incremental build, no
+/// colour, and `CI=true` (insta then writes no snapshots and fails on a
+/// mismatch).
+const CI_ENV: &[(&str, &str)] = &[
+    ("CARGO_INCREMENTAL", "0"),
+    ("CARGO_TERM_COLOR", "never"),
+    ("CI", "true"),
+];
+
+/// CI, defined once: `.ci/run` installs the system packages the tests need
+/// and then runs `cargo xtask ci`, which runs these steps in order and
+/// stops at the first failure.
+const CI_STEPS: &[&[&str]] = &[
+    &["--version"],
+    &["fmt", "--all", "--check"],
+    &[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ],
+    // Feature-gated paths the default build does not compile.
+    &[
+        "clippy",
+        "-p",
+        "mcp-admission",
+        "--all-targets",
+        "--features",
+        "regex",
+        "--",
+        "-D",
+        "warnings",
+    ],
+    // The README's test command.
+    &["test", "--workspace"],
+    &["test", "-p", "mcp-admission", "--features", "regex"],
+];
+
 fn cargo(args: &[&str]) -> Result<()> {
     say(&format!("==> cargo {}", args.join(" ")));
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
+        .envs(CI_ENV.iter().copied())
         .status()
         .with_context(|| format!("running cargo {}", args.join(" ")))?;
     if !status.success() {
@@ -103,16 +146,8 @@ fn cargo(args: &[&str]) -> Result<()> {
 }
 
 fn ci() -> Result<()> {
-    cargo(&["fmt", "--all", "--check"])?;
-    cargo(&[
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ])?;
-    cargo(&["test", "--workspace"])?;
-    cargo(&["test", "-p", "mcp-admission", "--features", "regex"])?;
+    for step in CI_STEPS {
+        cargo(step)?;
+    }
     Ok(())
 }
