@@ -5,7 +5,10 @@
 //! (permission policy, destructive-command guard, path guard on a real temp
 //! directory, one user pre-hook, so both security passes run) and then the
 //! same floor. The ratio floor/gated says how much of a gated call's local
-//! cost is the call itself. `check_only` and `guard/*` split the gate's share.
+//! cost is the call itself. `gated_single_pass` is the same with no user
+//! hook (one security pass). `check_only` and `guard/*` split the gate's
+//! share; `guard/lstat_floor` is the `lstat` calls the path guard cannot
+//! avoid for these calls, its own floor.
 
 use std::hint::black_box;
 
@@ -83,6 +86,26 @@ fn bench(c: &mut Criterion) {
             }
         });
     });
+    let single_pass = Gate::builder()
+        .spec(GuardSpec {
+            permission: Some(
+                PermissionPolicy::new(Decision::Allow)
+                    .with_rule(Rule::tool("bash", Decision::Deny).expect("rule")),
+            ),
+            guard_destructive: true,
+            guard_paths: Some(PathGuardConfig::new([dir.path()])),
+        })
+        .expect("spec")
+        .build();
+    group.bench_function("gated_single_pass", |b| {
+        b.iter(|| {
+            for call in &calls {
+                let verdict = single_pass.check(black_box(call));
+                assert!(verdict.is_allowed());
+                black_box(floor(call));
+            }
+        });
+    });
     group.bench_function("check_only", |b| {
         b.iter(|| {
             for call in &calls {
@@ -106,6 +129,28 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for call in &calls {
                 black_box(paths.evaluate(black_box(call)));
+            }
+        });
+    });
+    // The path guard's own floor: the lstat calls it cannot avoid for these
+    // three calls (src, src/main.rs; crates, crates/tool-gate,
+    // crates/tool-gate/src, crates/tool-gate/src/gate.rs).
+    let root = paths.roots()[0].clone();
+    let probes: Vec<_> = [
+        "src",
+        "src/main.rs",
+        "crates",
+        "crates/tool-gate",
+        "crates/tool-gate/src",
+        "crates/tool-gate/src/gate.rs",
+    ]
+    .iter()
+    .map(|p| root.join(p))
+    .collect();
+    group.bench_function("lstat_floor", |b| {
+        b.iter(|| {
+            for p in &probes {
+                let _ = black_box(std::fs::symlink_metadata(black_box(p)));
             }
         });
     });

@@ -18,7 +18,7 @@ pub struct Finding {
 
 /// Refuses calls whose arguments contain a destructive shell command:
 /// recursive `rm`, `find -delete` / `find -exec rm`, force pushes and
-/// history-destroying git commands (`push --force`/`-f`/`+ref`/`--mirror`,
+/// history-destroying git commands (`push --force`/`-f`/`+ref`/`:ref`/`--mirror`,
 /// `reset --hard`, `clean -f`, `branch -D`), filesystem and device wipes
 /// (`mkfs*`, `mke2fs`, `wipefs`, `shred`, `dd of=/dev/…`, a redirect onto a
 /// block device, `mv … /dev/null`), recursive `chmod`/`chown`/`chgrp` on `/`,
@@ -26,6 +26,9 @@ pub struct Finding {
 /// (`shutdown`, `reboot`, `halt`, `poweroff`, `init 0|6`, `systemctl
 /// poweroff|reboot|halt`), `kill -1`, fork bombs and SQL `DROP
 /// TABLE|DATABASE|SCHEMA` / `TRUNCATE TABLE`.
+///
+/// Recursive deletes from script one-liners (`shutil.rmtree`, `rimraf`) count
+/// as recursive `rm`.
 ///
 /// Every string anywhere in the arguments is inspected (not only keys named
 /// like a command: a tool can name its command field anything), and so is
@@ -272,6 +275,8 @@ fn command_rule(name: &str, rest: &[&str]) -> Option<&'static str> {
             .is_some_and(|w| *w == "/dev/null" || is_block_device(w))
             .then_some("write-to-device"),
         "shred" | "wipefs" | "mke2fs" => Some("wipe-filesystem"),
+        // `shutil.rmtree(...)`, `rimraf`: recursive deletes from a one-liner.
+        n if n.ends_with("rmtree") || n == "rimraf" => Some("recursive-rm"),
         n if n.starts_with("mkfs") => Some("wipe-filesystem"),
         "chmod" | "chown" | "chgrp" => {
             let recursive = rest
@@ -322,6 +327,7 @@ fn git_rule(rest: &[&str]) -> Option<&'static str> {
                     || short(w, 'f')
                     || short(w, 'd')
                     || w.starts_with('+')
+                    || w.starts_with(':')
             })
             .then_some("git-force-push"),
         "reset" => args.contains(&"--hard").then_some("git-reset-hard"),

@@ -149,6 +149,9 @@ impl fmt::Display for PathDenial {
 /// through a symlink is reached by its real path, and a call that spells the
 /// link is refused.
 ///
+/// Spellings a tool might expand into something else are refused: a leading
+/// `~`, any `$` or backquote, a URI scheme (`file:///etc/passwd`).
+///
 /// Stated limit (GATE-016): validation is check-time only. The guard opens
 /// and holds nothing; a file swapped for a symlink between the check and the
 /// tool's own open is not detected.
@@ -209,6 +212,19 @@ impl PathGuard {
         }
         if path.contains('\0') {
             return Err(invalid("NUL byte in path"));
+        }
+        // A tool that expands `~`, `$VAR` or a `file:` URI would open
+        // something other than what is judged here: refuse the spelling.
+        if path.starts_with('~') {
+            return Err(invalid(
+                "home-relative path (~) is not expanded by the guard",
+            ));
+        }
+        if path.contains('$') || path.contains('`') {
+            return Err(invalid("path carries a shell expansion ($ or `)"));
+        }
+        if has_uri_scheme(path) {
+            return Err(invalid("a URI, not a path"));
         }
         for component in Path::new(path).components() {
             if let Component::Normal(name) = component {
@@ -298,6 +314,17 @@ impl PathGuard {
             other => Err(not_a_path(key, other)),
         }
     }
+}
+
+/// `file:…`, `scheme://…`: a URI scheme (letters, digits, `+ - .`) before
+/// the first `:`, which no plain relative path component needs.
+fn has_uri_scheme(path: &str) -> bool {
+    let Some((scheme, _)) = path.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 fn not_a_path(key: &str, value: &Value) -> PathDenial {

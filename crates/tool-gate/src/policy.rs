@@ -59,7 +59,9 @@ where
 
 /// One rule: a tool-name pattern (and optionally a server-name pattern) and
 /// its decision. Patterns are globs where `*` matches any run of characters
-/// (including none); everything else matches itself, case-sensitively.
+/// (including none); everything else matches itself, case-sensitively for an
+/// allow rule and ignoring ASCII case for a deny or escalate rule (fail
+/// closed: the restrictive reading wins).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     server: Option<String>,
@@ -91,12 +93,16 @@ impl Rule {
         })
     }
 
+    /// Allow rules match exactly; deny and escalate rules ignore ASCII case,
+    /// so a server that answers `Bash` as well as `bash` cannot slip a call
+    /// past a deny written in one spelling.
     fn matches(&self, call: &ToolCall) -> bool {
-        glob_match(&self.tool, &call.tool)
+        let fold = self.decision != Decision::Allow;
+        glob_match(&self.tool, &call.tool, fold)
             && self
                 .server
                 .as_deref()
-                .is_none_or(|s| glob_match(s, &call.server))
+                .is_none_or(|s| glob_match(s, &call.server, fold))
     }
 
     fn label(&self) -> String {
@@ -229,7 +235,8 @@ fn checked_pattern(pattern: String) -> Result<String, Error> {
 
 /// `*`-only glob matching, linear in practice (greedy with one backtrack
 /// point), no allocation.
-pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, text: &str, fold_case: bool) -> bool {
+    let same = |a: u8, b: u8| a == b || (fold_case && a.eq_ignore_ascii_case(&b));
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
@@ -237,7 +244,7 @@ pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
         if pi < p.len() && p[pi] == b'*' {
             star = Some((pi, ti));
             pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
+        } else if pi < p.len() && same(p[pi], t[ti]) {
             pi += 1;
             ti += 1;
         } else if let Some((sp, st)) = star {

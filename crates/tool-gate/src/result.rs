@@ -55,6 +55,12 @@ impl Stage {
 /// [`GateResult::allow`], [`GateResult::deny`] or
 /// [`GateResult::unavailable`]; the pass runner names the control and the
 /// stage on the verdict it returns.
+///
+/// ```compile_fail
+/// // contract: GATE-006 (a verdict cannot be edited once produced)
+/// let mut verdict = tool_gate::GateResult::deny("no");
+/// verdict.deny = None;
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateResult {
     deny: Option<DenyKind>,

@@ -43,6 +43,12 @@ fn destructive_commands_are_refused_in_their_common_spellings() {
         ("git push origin +main", "git-force-push"),
         ("git push --force-with-lease", "git-force-push"),
         ("git push --mirror backup", "git-force-push"),
+        ("git push origin :main", "git-force-push"),
+        (
+            "python -c \"import shutil; shutil.rmtree('/srv')\"",
+            "recursive-rm",
+        ),
+        ("npx rimraf node_modules", "recursive-rm"),
         ("git -C /repo push -f", "git-force-push"),
         ("git reset --hard HEAD~3", "git-reset-hard"),
         ("git clean -fdx", "git-clean-force"),

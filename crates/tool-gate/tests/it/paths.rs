@@ -222,6 +222,24 @@ fn path_arguments_are_found_by_key_at_any_depth_and_must_be_strings() {
     assert!(denied(json!({"paths": ["a.txt", 1]})));
     assert!(denied(json!({"path": ""})));
     assert!(denied(json!({"path": "a\u{0}b"})));
+    assert!(
+        denied(json!({"path": "~/.bashrc"})),
+        "a tool might expand ~"
+    );
+    assert!(denied(json!({"path": "$HOME/x"})));
+    assert!(denied(json!({"path": "sub/${IFS}x"})));
+    assert!(denied(json!({"path": "`pwd`/x"})));
+    assert!(
+        denied(json!({"path": "file:///etc/passwd"})),
+        "a tool might read URIs"
+    );
+    assert!(denied(json!({"path": "FILE:/etc/passwd"})));
+    assert!(denied(json!({"path": "smb://host/share"})));
+    assert!(
+        !denied(json!({"path": "sub/notes:v2.txt"})),
+        "a colon later in a path is no scheme"
+    );
+    assert!(!denied(json!({"path": "sub/a~b.txt"})));
     assert!(!denied(
         json!({"path": null, "content": "/etc/passwd", "n": 3})
     ));

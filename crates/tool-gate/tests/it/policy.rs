@@ -131,6 +131,7 @@ fn globs_match_stars_and_literals_only() {
         ("a*b*c", "aXbY", false),
         ("bash", "bash2", false),
         ("bash", "Bash", false),
+        ("read_*", "READ_file", false),
         ("**", "x", true),
         ("a?c", "abc", false),
         ("a.c", "abc", false),
@@ -144,4 +145,22 @@ fn globs_match_stars_and_literals_only() {
             "{pattern} vs {tool}"
         );
     }
+}
+
+#[test]
+fn deny_and_escalate_rules_ignore_case_while_allow_rules_do_not() {
+    let policy = PermissionPolicy::new(Decision::Allow)
+        .with_rule(Rule::tool("bash", Decision::Deny).expect("rule"))
+        .with_rule(Rule::tool("deploy_*", Decision::Escalate).expect("rule"));
+    for tool in ["bash", "Bash", "BASH"] {
+        assert_eq!(policy.decide(&call(tool)).0, Decision::Deny, "{tool}");
+    }
+    assert_eq!(policy.decide(&call("DEPLOY_prod")).0, Decision::Escalate);
+    let scoped = PermissionPolicy::new(Decision::Allow)
+        .with_rule(Rule::server_tool("shell", "*", Decision::Deny).expect("rule"));
+    assert!(
+        scoped
+            .check(&ToolCall::new("Shell", "run", json!({})))
+            .is_err()
+    );
 }
