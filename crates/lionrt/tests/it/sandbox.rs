@@ -139,12 +139,14 @@ fn sandbox_create_and_cleanup_killed_at_random_instants_converge() {
     git(repo, &["add", "."]);
     git(repo, &["commit", "-qm", "init"]);
 
-    // The kill instants spread over the time a whole create takes.
-    let mut whole = Duration::ZERO;
+    // The kill instants spread over the time a whole create takes: the
+    // fastest of three runs (load on the machine only adds noise), with
+    // half again as margin.
+    let mut whole = Duration::MAX;
     for _ in 0..3 {
         let start = Instant::now();
         let out = lionrt(repo, &["sandbox", "create", "--id", "probe"]);
-        whole = whole.max(start.elapsed());
+        whole = whole.min(start.elapsed());
         assert!(out.status.success(), "{out:?}");
         let out = lionrt(repo, &["sandbox", "cleanup", "probe"]);
         assert!(out.status.success(), "{out:?}");
@@ -153,9 +155,9 @@ fn sandbox_create_and_cleanup_killed_at_random_instants_converge() {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(1);
-    eprintln!("create takes up to {whole:?}; kill seed {seed}");
+    eprintln!("a create takes {whole:?}; kill seed {seed}");
     let mut instants = Instants(u64::from(seed) | 1);
-    let window = whole + whole / 5;
+    let window = whole + whole / 2;
 
     let mut killed = Vec::new();
     for i in 0..50 {
