@@ -3,6 +3,9 @@
 //! - `migrate --db PATH`: create or migrate a state database and report the
 //!   migrations applied.
 //! - `tidy`: repository rules (also run as a test of this crate).
+//! - `unicode-tables [--check]`: regenerate mcp-admission's Unicode tables
+//!   from the UCD files in `fixtures/admission/ucd-14.0.0` (a test of this
+//!   crate fails when the committed tables drift from them).
 //! - `ci`: what CI runs, defined once (`.ci/run` calls it after installing
 //!   system packages): `cargo fmt --check`, clippy with `-D warnings` on
 //!   every target (and on mcp-admission's `regex` feature), then the test
@@ -15,12 +18,15 @@ use anyhow::{Context, Result, bail};
 use state_sqlite::{Engine, EngineConfig, MIGRATIONS, schema_version};
 
 mod tidy;
+mod unicode_tables;
 
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
   migrate --db PATH   create or migrate the state database at PATH
   tidy                repository rules (file headers, dependency invariants)
+  unicode-tables      regenerate mcp-admission's Unicode tables from the UCD
+                      (fixtures/admission/ucd-14.0.0); --check fails on drift
   ci                  fmt check, clippy -D warnings, tests (what .ci/run does)";
 
 fn main() -> ExitCode {
@@ -53,6 +59,7 @@ fn run(args: Vec<String>) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("migrate") => migrate(&args[1..]),
         Some("ci") => ci(),
+        Some("unicode-tables") => unicode_tables::run(&args[1..]),
         Some("tidy") => {
             let problems = tidy::check();
             for p in &problems {
@@ -70,6 +77,13 @@ fn run(args: Vec<String>) -> Result<()> {
         }
         Some(other) => bail!("unknown task {other:?}\n\n{USAGE}"),
     }
+}
+
+/// The workspace root (xtask's parent directory).
+pub(crate) fn workspace_root() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), std::path::Path::to_path_buf)
 }
 
 fn migrate(args: &[String]) -> Result<()> {

@@ -28,12 +28,6 @@ struct Package {
     normal_dependencies: Vec<String>,
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-}
-
 /// The workspace members, from `cargo metadata --no-deps` (which resolves
 /// nothing and needs no network).
 fn workspace_packages(root: &Path) -> Result<Vec<Package>, String> {
@@ -139,7 +133,7 @@ fn package_problems(root: &Path, packages: &[Package]) -> Vec<String> {
 
 /// Every violation found, one line each.
 pub(crate) fn check() -> Vec<String> {
-    let root = workspace_root();
+    let root = crate::workspace_root();
     let mut problems = match workspace_packages(&root) {
         Ok(packages) => package_problems(&root, &packages),
         Err(e) => vec![e],
