@@ -242,8 +242,10 @@ mod admission;
 pub mod batch;
 mod engine;
 mod normalize;
-mod pattern;
+pub mod pattern;
 mod proofs;
+#[cfg(feature = "regex")]
+pub mod python_re;
 mod reason;
 mod report;
 mod unicode_tables;

@@ -1,14 +1,15 @@
 //! `patternProperties` keys: which categorised key words a pattern may match.
 //!
-//! With the `regex` feature a pattern is compiled by a linear-time engine
-//! (a Pike VM, no backtracking) under NFA size and nesting limits, and every
-//! compilation and search is charged to the verdict's node budget. Without
-//! the feature nothing is compiled: every pattern is unresolvable.
+//! With the `regex` feature a pattern is read as Python's `re` reads it
+//! ([`crate::python_re`]), translated for a linear-time engine (a Pike VM,
+//! no backtracking) and searched in every spelling of every categorised key
+//! word; compilation and every search are charged to the work meter.
+//! Without the feature nothing is compiled: every pattern is unresolvable.
 
 use crate::engine::Engine;
 
 /// The categorised key words a pattern may match, or `None` when the pattern
-/// cannot be compiled (or the `regex` feature is off, or the budget ran out).
+/// cannot be judged exactly (or the `regex` feature is off, or the budget ran out).
 #[cfg(not(feature = "regex"))]
 pub(crate) fn matching_key_words(
     engine: &mut Engine<'_>,
@@ -19,32 +20,49 @@ pub(crate) fn matching_key_words(
 }
 
 /// The categorised key words a pattern may match, or `None` when the pattern
-/// cannot be compiled (or the `regex` feature is off, or the budget ran out).
+/// cannot be judged exactly (or the `regex` feature is off, or the budget ran out).
 #[cfg(feature = "regex")]
 pub(crate) fn matching_key_words(
     engine: &mut Engine<'_>,
     pattern: &str,
 ) -> Option<Vec<&'static str>> {
-    use regex_automata::Input;
-    use regex_automata::nfa::thompson::{self, pikevm::PikeVM};
-    use regex_automata::util::syntax;
+    use crate::python_re::PythonPattern;
 
+    // Compilation is linear in the pattern (bounded further by the engine's
+    // size limit); charge it by length.
+    if !engine.charge_work_n(8 + pattern.len() / 4) {
+        return None;
+    }
+    let compiled = PythonPattern::compile(pattern).ok()?;
+    let spellings = key_word_spellings();
+    let mut hits = Vec::with_capacity(spellings.len());
+    let mut out_of_budget = false;
+    compiled.search_all(spellings.iter().map(|(_, s)| s.as_str()), |_, hit| {
+        if !engine.charge_work() {
+            out_of_budget = true;
+            return false;
+        }
+        hits.push(hit);
+        true
+    });
+    if out_of_budget {
+        return None;
+    }
+    let mut words: Vec<&'static str> = Vec::new();
+    for ((word, _), hit) in spellings.iter().zip(hits) {
+        if hit && !words.contains(word) {
+            words.push(word);
+        }
+    }
+    Some(words)
+}
+
+/// Every (key word, spelling) pair searched.
+#[cfg(feature = "regex")]
+fn key_word_spellings() -> Vec<(&'static str, String)> {
     use crate::vocabulary::{
         ARGUMENT_KEYS, COMMAND_KEYS, PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS,
     };
-
-    // Compilation is linear in the pattern (bounded further by the limits
-    // below); charge it by length.
-    if !engine.charge_work_n(1 + pattern.len() / 16) {
-        return None;
-    }
-    let vm = PikeVM::builder()
-        .syntax(syntax::Config::new().nest_limit(32))
-        .thompson(thompson::Config::new().nfa_size_limit(Some(1 << 16)))
-        .build(pattern)
-        .ok()?;
-    let mut cache = vm.create_cache();
-    let mut words = Vec::new();
     let groups = [
         COMMAND_KEYS,
         PROGRAM_KEYS,
@@ -52,18 +70,18 @@ pub(crate) fn matching_key_words(
         PAYLOAD_KEYS,
         SELECTOR_KEYS,
     ];
-    for word in groups.iter().flat_map(|g| g.iter()) {
-        for spelling in spellings(word) {
-            if !engine.charge_work() {
-                return None;
-            }
-            if vm.is_match(&mut cache, Input::new(&spelling)) {
-                words.push(*word);
-                break;
-            }
-        }
-    }
-    Some(words)
+    groups
+        .iter()
+        .flat_map(|g| g.iter())
+        .flat_map(|word| spellings(word).into_iter().map(move |s| (*word, s)))
+        .collect()
+}
+
+/// Every spelling of every categorised key word the gate searches (the
+/// original searches the key words themselves; these are a superset).
+#[cfg(feature = "regex")]
+pub fn spellings_of_key_words() -> Vec<String> {
+    key_word_spellings().into_iter().map(|(_, s)| s).collect()
 }
 
 /// Spellings of a snake_case key word that normalise back to it.

@@ -6,6 +6,8 @@ mod contracts;
 mod differences;
 mod fail_closed;
 mod props;
+#[cfg(feature = "regex")]
+mod python_re;
 mod worst;
 
 use mcp_admission::{AdmissionReport, Reason, explain_tool_admission, validate_tool_admission};
