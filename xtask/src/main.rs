@@ -10,6 +10,7 @@
 //!   system packages): `cargo fmt --check`, clippy with `-D warnings` on
 //!   every target (and on mcp-admission's `regex` feature), then the test
 //!   suite (and mcp-admission's `regex` tests).
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};

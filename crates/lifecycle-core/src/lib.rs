@@ -28,6 +28,7 @@
 //! ```
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod artifacts;
 mod decide;

@@ -25,6 +25,7 @@
 //!
 //! - `servers` (default): the servers themselves (rmcp's server side,
 //!   tokio). Without it only [`locate`] is compiled.
+#![forbid(unsafe_code)]
 
 mod locate;
 #[cfg(feature = "servers")]

@@ -37,6 +37,7 @@
 #![doc = include_str!("../README.md")]
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod clock;
 mod error;

@@ -36,6 +36,7 @@
 //! Features: none.
 //!
 //! [`Invocation`]: providers_core::Invocation
+#![forbid(unsafe_code)]
 
 mod error;
 mod parser;

@@ -32,6 +32,7 @@
 //! ```
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod error;
 mod parser;

@@ -61,6 +61,7 @@
 //! ```
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod body;
 mod effort;

@@ -17,6 +17,7 @@
 //! ```
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod chat;
 mod error;

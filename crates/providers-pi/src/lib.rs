@@ -23,6 +23,7 @@
 //! ```
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod error;
 mod parser;

@@ -39,6 +39,7 @@
 //! [`Invocation::files`]: providers_core::Invocation::files
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod endpoint;
 mod error;

@@ -30,6 +30,7 @@
 //! ```
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod document;
 mod error;

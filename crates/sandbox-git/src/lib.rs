@@ -123,6 +123,7 @@
 //! reach a remote. Untracked listing walks the work tree with the `ignore`
 //! crate (git's ignore rules only) because libgit2's status walk was several
 //! times slower than `git ls-files`; tests cross-check it against the git CLI.
+#![forbid(unsafe_code)]
 
 mod admin;
 mod backend;

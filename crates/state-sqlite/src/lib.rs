@@ -28,6 +28,7 @@
 //! Features: none. **API boundary:** rusqlite types appear only in the
 //! connection-level helpers ([`deliveries`], [`controls`], [`query`]); the
 //! [`Store`] API speaks lifecycle-core types.
+#![forbid(unsafe_code)]
 
 pub mod admin;
 pub mod controls;

@@ -24,6 +24,7 @@
 //! ```
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod contract;
 mod memory;

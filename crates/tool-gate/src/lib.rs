@@ -18,6 +18,7 @@
 //! is `Send + Sync` and cheap to clone, so an async MCP client can call
 //! [`Gate::check`] in front of `tools/call`.
 #![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 mod call;
 mod control;

@@ -23,6 +23,7 @@
 #![doc = include_str!("../README.md")]
 //!
 //! Features: none.
+#![forbid(unsafe_code)]
 
 mod claude;
 mod codex;

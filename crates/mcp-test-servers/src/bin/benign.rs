@@ -1,5 +1,6 @@
 //! `mcp-benign-server benign|executor|many N|list-changes [TAG...]`: a
 //! well-behaved MCP server over stdio (see the crate docs for the modes).
+#![forbid(unsafe_code)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

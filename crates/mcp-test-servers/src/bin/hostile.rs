@@ -1,5 +1,6 @@
 //! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json [TAG...]`:
 //! MCP servers that misbehave in one way each (see the crate docs).
+#![forbid(unsafe_code)]
 
 use std::io::Write as _;
 

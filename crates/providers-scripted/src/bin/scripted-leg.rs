@@ -1,5 +1,6 @@
 //! `scripted-leg --script FILE`: the scripted provider's agent CLI, usable
 //! without `lionrt` (see `providers_scripted::run_leg`).
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
