@@ -17,6 +17,21 @@
 //! the MCP config lookup; no environment variable is read; no tokio. A gate
 //! is `Send + Sync` and cheap to clone, so an async MCP client can call
 //! [`Gate::check`] in front of `tools/call`.
+//!
+//! # Performance
+//!
+//! `cargo bench -p tool-gate` (benches/gate_check.rs) times three typical
+//! calls (an edit, a shell command, a read) through a gate with a permission
+//! policy, the destructive-command guard, the path guard on a real temp
+//! directory and one user hook (so both security passes run), against the
+//! floor every `tools/call` pays anyway: clone the call and serialise its
+//! arguments. On the shared 2-core VM (load average about 5, `lstat` about
+//! 2-5 µs here) three runs gave floor/gated ratios of 0.018, 0.067 and
+//! (single pass, no user hook) 0.03-0.12: a gate check costs 20-35 µs a
+//! call, against a 0.6-1.5 µs floor. The path guard is syscall-bound (0.5
+//! to 1.1 times its own floor, the `lstat` calls it cannot skip, measured in
+//! the same run as `guard/lstat_floor`); the destructive-command guard
+//! scans every string once per pass (about 5 µs for a 400-character edit).
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
