@@ -51,7 +51,7 @@ fn bench(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
 
     group.bench_function("floor_one_sleep_d", |b| {
-        b.iter(|| runtime.block_on(tokio::time::sleep(D)));
+        b.iter(|| runtime.block_on(async { tokio::time::sleep(D).await }));
     });
     let async_handlers = registry(Duration::from_secs(10), || {
         Handler::from_async(|_| async {
@@ -75,7 +75,7 @@ fn bench(c: &mut Criterion) {
     // abandoned and finish in the background (the pool has room for them).
     let deadline_floor = D * 2;
     group.bench_function("floor_one_sleep_2d", |b| {
-        b.iter(|| runtime.block_on(tokio::time::sleep(deadline_floor)));
+        b.iter(|| runtime.block_on(async { tokio::time::sleep(deadline_floor).await }));
     });
     let slow = registry(deadline_floor, || {
         Handler::from_async(|_| async {

@@ -82,8 +82,9 @@ fn one_deadline_bounds_emit_however_many_slow_handlers() {
     let took = started.elapsed();
     assert_eq!(report.timed_out.len(), 20, "{report:?}");
     assert!(took >= budget, "returned before the deadline: {took:?}");
-    // One shared deadline, not one per handler (20 x 300 ms = 6 s).
-    assert!(took < budget * 5, "emit took {took:?}");
+    // One shared deadline, not one per handler (20 x 300 ms = 6 s); the
+    // bound leaves room for a loaded machine.
+    assert!(took < budget * 10, "emit took {took:?}");
 }
 
 // contract: NTF-005
