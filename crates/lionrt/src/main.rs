@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod admission;
 mod kill;
 mod out;
+mod outbox;
 mod plugin;
 mod run;
 mod sandbox;
@@ -44,6 +45,9 @@ enum Command {
     Sandbox(sandbox::SandboxCmd),
     /// Manage plugin trust (list, show, trust, untrust, verify, enable, disable, gc).
     Plugin(plugin::PluginArgs),
+    /// The durable dispatch outbox (ls, show, enqueue, ack, retry, purge, deliver, sweep).
+    #[command(subcommand)]
+    Outbox(self::outbox::OutboxCmd),
     /// Run the main job: record a session, supervise a leg, print its history.
     Run(run::RunArgs),
     /// End a live session's leg from another terminal (id or unique prefix),
@@ -72,6 +76,7 @@ fn main() -> ExitCode {
         Command::Admission(cmd) => admission::run(cli.json, cmd),
         Command::Sandbox(cmd) => sandbox::run(cli.json, cmd),
         Command::Plugin(args) => plugin::run(cli.json, args),
+        Command::Outbox(cmd) => self::outbox::run(&cli.db, cli.json, cmd),
         Command::Run(args) => run::run(&cli.db, cli.json, args),
         Command::Kill(args) => kill::run(&cli.db, cli.json, args),
         Command::ScriptedLeg { script } => run::scripted_leg(&script),

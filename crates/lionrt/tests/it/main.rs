@@ -3,6 +3,7 @@
 mod admission;
 mod cancel;
 mod crash;
+mod outbox;
 mod plugin;
 mod run;
 mod sandbox;
