@@ -1,13 +1,16 @@
 -- 0005_transcript_mirror: what the transcript mirror needs beyond the
 -- session and message tables. A progression is the ordered, deduplicated
--- list of a branch's message ids (the primary key makes each id appear at
--- most once; position keeps the order). mirror_events resolves a transcript
+-- list of a branch's message ids: the primary key makes each id appear at
+-- most once, position keeps the order, and next_position (read and bumped
+-- inside the writer's IMMEDIATE transaction) hands out dense positions
+-- without an index on them. mirror_events resolves a transcript
 -- event uuid to the session(s) that mirrored it, for lineage links.
 -- mirror_cursors remembers how far each transcript file was read, so a
 -- re-run reads only what was appended.
 
 CREATE TABLE progressions (
     id TEXT PRIMARY KEY NOT NULL,
+    next_position INTEGER NOT NULL DEFAULT 0,
     created_at INTEGER NOT NULL
 );
 
@@ -17,7 +20,6 @@ CREATE TABLE progression_items (
     position INTEGER NOT NULL,
     PRIMARY KEY (progression_id, message_id)
 ) WITHOUT ROWID;
-CREATE UNIQUE INDEX progression_items_position ON progression_items (progression_id, position);
 
 ALTER TABLE sessions ADD COLUMN progression_id TEXT;
 ALTER TABLE branches ADD COLUMN progression_id TEXT;

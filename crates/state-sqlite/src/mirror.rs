@@ -209,12 +209,7 @@ impl Store {
                     s.started_at.unwrap_or(now)
                 ])? > 0;
             write_messages(tx, batch, &mut w)?;
-            let mut ev = tx.prepare_cached(
-                "INSERT OR IGNORE INTO mirror_events (event_uuid, session_id) VALUES (?1, ?2)",
-            )?;
-            for uuid in batch.event_uuids {
-                ev.execute(params![uuid, s.session_id])?;
-            }
+            write_events(tx, batch.event_uuids, &s.session_id)?;
             if let Some(c) = batch.cursor {
                 write_cursor(tx, c, now)?;
             }
@@ -231,12 +226,7 @@ impl Store {
         event_uuids: &[String],
     ) -> Result<(), StoreError> {
         self.with_tx(|tx, _| {
-            let mut ev = tx.prepare_cached(
-                "INSERT OR IGNORE INTO mirror_events (event_uuid, session_id) VALUES (?1, ?2)",
-            )?;
-            for uuid in event_uuids {
-                ev.execute(params![uuid, cursor.session_id])?;
-            }
+            write_events(tx, event_uuids, &cursor.session_id)?;
             write_cursor(tx, cursor, now_micros())?;
             Ok(((), None))
         })
@@ -285,6 +275,39 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+/// Records which session holds each event uuid, 64 rows per statement
+/// (one statement per row costs more than the row).
+fn write_events(
+    tx: &Transaction<'_>,
+    uuids: &[String],
+    session_id: &str,
+) -> Result<(), StoreError> {
+    const CHUNK: usize = 64;
+    let mut chunks = uuids.chunks_exact(CHUNK);
+    if uuids.len() >= CHUNK {
+        let mut sql =
+            String::from("INSERT OR IGNORE INTO mirror_events (event_uuid, session_id) VALUES ");
+        for i in 0..CHUNK {
+            if i > 0 {
+                sql.push(',');
+            }
+            sql.push_str(&format!("(?{}, ?{})", 2 * i + 1, 2 * i + 2));
+        }
+        let mut stmt = tx.prepare_cached(&sql)?;
+        for chunk in chunks.by_ref() {
+            let values = chunk.iter().flat_map(|u| [u.as_str(), session_id]);
+            stmt.execute(rusqlite::params_from_iter(values))?;
+        }
+    }
+    let mut one = tx.prepare_cached(
+        "INSERT OR IGNORE INTO mirror_events (event_uuid, session_id) VALUES (?1, ?2)",
+    )?;
+    for uuid in chunks.remainder() {
+        one.execute(params![uuid, session_id])?;
+    }
+    Ok(())
 }
 
 /// Upserts a file cursor. The offset only moves forward (two writers
@@ -387,11 +410,10 @@ fn write_messages(
         return Ok(());
     }
     let s = batch.session;
-    let mut next: i64 = tx
-        .prepare_cached(
-            "SELECT COALESCE(MAX(position), -1) + 1 FROM progression_items WHERE progression_id = ?1",
-        )?
+    let first_position: i64 = tx
+        .prepare_cached("SELECT next_position FROM progressions WHERE id = ?1")?
         .query_row([&s.progression_id], |r| r.get(0))?;
+    let mut next = first_position;
     let mut insert = tx.prepare_cached(
         "INSERT OR IGNORE INTO messages (id, session_id, branch_id, role, content, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -425,6 +447,10 @@ fn write_messages(
             first_appended.get_or_insert(m.id.as_str());
             last_appended = Some(m.id.as_str());
         }
+    }
+    if next != first_position {
+        tx.prepare_cached("UPDATE progressions SET next_position = ?2 WHERE id = ?1")?
+            .execute(params![s.progression_id, next])?;
     }
     if let Some(at) = newest {
         tx.prepare_cached(

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::parse::{
-    Batch, FileState, LineStats, Verdict, action_request, action_response, object1,
+    Batch, FileState, LineStats, Verdict, action_request, action_response, object_str, object1,
 };
 
 #[derive(Deserialize)]
@@ -38,7 +38,72 @@ struct Message<'a> {
     #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    content: Option<Content<'a>>,
+}
+
+/// A message's content, read in the same pass as the line: a string, or
+/// an array of blocks whose large fields stay raw (borrowed, unparsed).
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Content<'a>, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Content<'a>, E> {
+                Ok(Content::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Content<'a>, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content<'a>, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(2));
+                while let Some(b) = seq.next_element::<Block<'a>>()? {
+                    blocks.push(b);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Content<'a>, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Content::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Content<'a>, E> {
+                Ok(Content::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Content<'a>, E> {
+                Ok(Content::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Content<'a>, E> {
+                Ok(Content::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Content<'a>, E> {
+                Ok(Content::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Content<'a>, E> {
+                Ok(Content::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -104,12 +169,11 @@ pub(crate) fn line(
     } else {
         "assistant_response"
     };
-    match message.content {
-        Some(raw) if raw.get().starts_with('"') => {
-            batch.push(st.id(&[&key, "0"]), role, object1(text_key, raw), at);
+    match &message.content {
+        Some(Content::Text(text)) => {
+            batch.push(st.id(&[&key, "0"]), role, object_str(text_key, text), at);
         }
-        Some(raw) if raw.get().starts_with('[') => {
-            let blocks: Vec<Block<'_>> = serde_json::from_str(raw.get())?;
+        Some(Content::Blocks(blocks)) => {
             for (i, b) in blocks.iter().enumerate() {
                 let at = at + i as i64;
                 match b.kind.as_deref() {
@@ -162,7 +226,7 @@ pub(crate) fn line(
                 }
             }
         }
-        _ => {}
+        Some(Content::Other) | None => {}
     }
     if batch.messages.len() == before {
         if skipped_blocks == 0 {

@@ -214,12 +214,28 @@ pub(crate) fn object1(key: &str, raw: &RawValue) -> String {
     s
 }
 
+/// A JSON string literal.
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a str always serialises")
+}
+
+/// `{"key": "text"}`, escaping the text.
+pub(crate) fn object_str(key: &str, text: &str) -> String {
+    let mut s = String::with_capacity(text.len() + key.len() + 8);
+    s.push_str("{\"");
+    s.push_str(key);
+    s.push_str("\":");
+    s.push_str(&json_str(text));
+    s.push('}');
+    s
+}
+
 /// An action request: `{"function": name, "arguments": <raw>}`.
 pub(crate) fn action_request(name: &str, arguments: Option<&str>) -> String {
     let arguments = arguments.unwrap_or("{}");
     let mut s = String::with_capacity(arguments.len() + name.len() + 32);
     s.push_str("{\"function\":");
-    s.push_str(&serde_json::Value::from(name).to_string());
+    s.push_str(&json_str(name));
     s.push_str(",\"arguments\":");
     s.push_str(arguments);
     s.push('}');
@@ -237,7 +253,7 @@ pub(crate) fn action_response(
     let mut s = String::with_capacity(output.len() + 128);
     s.push_str("{\"function\":");
     match name {
-        Some(n) => s.push_str(&serde_json::Value::from(n).to_string()),
+        Some(n) => s.push_str(&json_str(n)),
         None => s.push_str("null"),
     }
     s.push_str(",\"arguments\":{},\"output\":");
