@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod admission;
 mod kill;
+mod mirror;
 mod out;
 mod outbox;
 mod plugin;
@@ -53,6 +54,8 @@ enum Command {
     /// End a live session's leg from another terminal (id or unique prefix),
     /// or every session whose owner is gone (--all-stale).
     Kill(kill::KillArgs),
+    /// Mirror Claude Code and Codex transcripts into the state database (once, or tailing).
+    Mirror(mirror::MirrorArgs),
     /// The scripted provider's leg: prints an NDJSON file on stdout.
     #[command(name = "__scripted-leg", hide = true)]
     ScriptedLeg {
@@ -79,6 +82,7 @@ fn main() -> ExitCode {
         Command::Outbox(cmd) => self::outbox::run(&cli.db, cli.json, cmd),
         Command::Run(args) => run::run(&cli.db, cli.json, args),
         Command::Kill(args) => kill::run(&cli.db, cli.json, args),
+        Command::Mirror(args) => mirror::run(&cli.db, cli.json, args),
         Command::ScriptedLeg { script } => run::scripted_leg(&script),
     };
     match result {

@@ -3,6 +3,7 @@
 mod admission;
 mod cancel;
 mod crash;
+mod mirror;
 mod outbox;
 mod plugin;
 mod run;
