@@ -33,6 +33,8 @@
 //!
 //! # Wiring into a run
 //!
+//! [`install_for_run`] does steps 1 and 2 in one call.
+//!
 //! 1. The binary loads the settings files and calls
 //!    [`resolve_on_terminal`]`(per_run_flag, on_terminal_in(&project),
 //!    on_terminal_in(&global))`; a refusal's `warning` goes to stderr.
@@ -103,7 +105,7 @@ pub use registry::{
     DEFAULT_BUDGET, EmitReport, Filter, Handler, HandlerFuture, Registration, Registry,
 };
 pub use scope::{
-    RunScope, SETTINGS_REGISTRATION, register_run_notify_outcome_scope,
+    RunNotify, RunScope, SETTINGS_REGISTRATION, install_for_run, register_run_notify_outcome_scope,
     register_settings_terminal_callback, unregister_run_notify_outcome_scope,
 };
 pub use settings::{

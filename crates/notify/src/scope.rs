@@ -135,3 +135,90 @@ fn adapter_for(
         None => adapter,
     }
 }
+
+/// What [`install_for_run`] installed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunNotify {
+    /// The run's resolution (per-run override, project, global).
+    pub resolution: Resolution,
+    /// The process-wide resolution (project, global).
+    pub settings: Resolution,
+    /// The run-scoped registration, if one was made.
+    pub run_registration: Option<String>,
+    /// Whether the process-wide registration was made.
+    pub settings_registered: bool,
+    /// A do-nothing override for the scope, made when the per-run value
+    /// decided against notifying (disabled, refused or filtered out) so the
+    /// process-wide notifier does not fire for this run instead.
+    pub silenced: Option<String>,
+}
+
+impl RunNotify {
+    /// The migration warnings to show (each once); none carries an
+    /// argument value.
+    pub fn warnings(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for warning in [&self.resolution.warning, &self.settings.warning]
+            .into_iter()
+            .flatten()
+        {
+            if !out.contains(&warning.as_str()) {
+                out.push(warning);
+            }
+        }
+        out
+    }
+
+    /// Removes what was installed.
+    pub fn uninstall(&self, registry: &Registry) {
+        unregister_run_notify_outcome_scope(registry, self.run_registration.as_deref());
+        unregister_run_notify_outcome_scope(registry, self.silenced.as_deref());
+        if self.settings_registered {
+            registry.unregister(SETTINGS_REGISTRATION);
+        }
+    }
+}
+
+/// The whole setup of one run in one call: resolves the three levels of
+/// `notify.on_terminal` (each argument is that level's value, see
+/// [`crate::on_terminal_in`]), installs the process-wide notifier from the
+/// settings alone, and the run's own notifier (its outcome recorded
+/// through `run`) as an override for `scope`. When the per-run value
+/// decides against notifying (`enabled: false`, a refusal, or a filter
+/// excluding the scope), the scope gets a do-nothing override so the
+/// process-wide notifier does not fire for it either: the highest level
+/// decides. Never fails: refusals are recorded on the run and returned as
+/// warnings.
+pub fn install_for_run(
+    registry: &Registry,
+    per_run: Option<&serde_json::Value>,
+    project: Option<&serde_json::Value>,
+    global: Option<&serde_json::Value>,
+    run: Arc<dyn OutcomeSink>,
+    scope: &RunScope,
+) -> RunNotify {
+    let settings = crate::settings::resolve_on_terminal(None, project, global);
+    let resolution = crate::settings::resolve_on_terminal(per_run, project, global);
+    let settings_registered = register_settings_terminal_callback(registry, &settings);
+    let run_registration = register_run_notify_outcome_scope(registry, run, scope, &resolution);
+    let silenced = match (&run_registration, resolution.level, scope.entities.first()) {
+        (None, Some(crate::settings::Level::PerRun), Some(first)) if settings_registered => {
+            let name = format!("notify.run_scope_silenced:{}:{}", first.kind, first.id);
+            registry.register(
+                Registration::new(name.clone(), Handler::from_async(|_| async { Ok(()) }))
+                    .with_filter(scope.filter())
+                    .as_override(),
+            );
+            Some(name)
+        }
+        _ => None,
+    };
+    RunNotify {
+        resolution,
+        settings,
+        run_registration,
+        settings_registered,
+        silenced,
+    }
+}

@@ -223,3 +223,75 @@ fn the_scoped_registration_applies_the_configured_filter_itself() {
         "\"id\":\"s1\"\n"
     );
 }
+
+// contract: NTF-013, NTF-031, NTF-033
+#[test]
+fn install_for_run_sets_up_both_registrations_and_records_refusals() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let global_marker = dir.path().join("global.log");
+    let run_marker = dir.path().join("run.log");
+    let global = json!({"notify": {"on_terminal": marker_hook(&global_marker)}});
+    let registry = Registry::new(Duration::from_secs(10));
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let run = Arc::new(RunDir::new(run_dir.path()));
+    let per_run = marker_hook(&run_marker);
+    let installed = notify::install_for_run(
+        &registry,
+        Some(&per_run),
+        None,
+        notify::on_terminal_in(&global),
+        run.clone(),
+        &RunScope::entity("session", "s1"),
+    );
+    assert!(installed.settings_registered);
+    assert!(installed.warnings().is_empty());
+    let runtime = multi_thread();
+    runtime.block_on(registry.emit(&envelope("session", "s1")));
+    runtime.block_on(registry.emit(&envelope("session", "s2")));
+    assert_eq!(
+        std::fs::read_to_string(&run_marker).expect("run"),
+        "\"id\":\"s1\"\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&global_marker).expect("global"),
+        "\"id\":\"s2\"\n"
+    );
+    installed.uninstall(&registry);
+    assert!(registry.names().is_empty());
+
+    // A refused per-run value: recorded on the run, one warning, the
+    // process-wide notifier still installed for other entities.
+    let other_dir = tempfile::tempdir().expect("tempdir");
+    let other = Arc::new(RunDir::new(other_dir.path()));
+    let installed = notify::install_for_run(
+        &registry,
+        Some(&json!("hook; rm -rf /")),
+        None,
+        notify::on_terminal_in(&global),
+        other.clone(),
+        &RunScope::entity("session", "s3"),
+    );
+    assert_eq!(installed.run_registration, None);
+    assert!(installed.settings_registered);
+    assert_eq!(installed.warnings().len(), 1);
+    assert!(!installed.warnings()[0].contains("rm -rf"));
+    let outcome = other
+        .read_outcome()
+        .expect("read")
+        .expect("refusal recorded");
+    assert_eq!(
+        outcome.reason.as_deref(),
+        Some("on_terminal_command_requires_shell_features")
+    );
+    // The per-run level decided: the process-wide notifier stays silent for
+    // this run's session, and still serves other entities.
+    assert!(installed.silenced.is_some());
+    runtime.block_on(registry.emit(&envelope("session", "s3")));
+    runtime.block_on(registry.emit(&envelope("session", "s4")));
+    assert_eq!(
+        std::fs::read_to_string(&global_marker).expect("global"),
+        "\"id\":\"s2\"\n\"id\":\"s4\"\n"
+    );
+    installed.uninstall(&registry);
+    assert!(registry.names().is_empty());
+}
