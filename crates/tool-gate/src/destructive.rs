@@ -20,7 +20,7 @@ pub struct Finding {
 /// recursive `rm`, `find -delete` / `find -exec rm`, force pushes and
 /// history-destroying git commands (`push --force`/`-f`/`+ref`/`:ref`/`--mirror`,
 /// `reset --hard`, `clean -f`, `branch -D`), filesystem and device wipes
-/// (`mkfs*`, `mke2fs`, `wipefs`, `shred`, `dd of=/dev/…`, a redirect onto a
+/// (`mkfs*`, `mke2fs`, `wipefs`, `shred`, any `dd of=…`, a redirect onto a
 /// block device, `mv … /dev/null`), recursive `chmod`/`chown`/`chgrp` on `/`,
 /// a top-level system directory or the home directory, power control
 /// (`shutdown`, `reboot`, `halt`, `poweroff`, `init 0|6`, `systemctl
@@ -266,10 +266,18 @@ fn command_rule(name: &str, rest: &[&str]) -> Option<&'static str> {
             })
             .then_some("find-delete"),
         "git" => git_rule(rest),
+        // Any `dd of=…` overwrites its target in place, as the original
+        // reads it; onto a block device it is a device wipe.
         "dd" => rest
             .iter()
-            .any(|w| w.strip_prefix("of=").is_some_and(is_block_device))
-            .then_some("write-to-device"),
+            .find_map(|w| w.strip_prefix("of="))
+            .map(|target| {
+                if is_block_device(target) {
+                    "write-to-device"
+                } else {
+                    "dd-write"
+                }
+            }),
         "mv" | "cp" => rest
             .last()
             .is_some_and(|w| *w == "/dev/null" || is_block_device(w))

@@ -13,7 +13,10 @@ use crate::error::Error;
 use crate::result::GateResult;
 
 /// Names refused anywhere in a path unless configured otherwise: version
-/// control internals, credentials and the runtime's own configuration.
+/// control internals, credentials and keys (a superset of the original's
+/// protected names, which are `.env`, `.netrc`, `.htpasswd` and the
+/// `id_rsa`/`id_ecdsa`/`id_ed25519` keys) and the runtime's own
+/// configuration.
 pub const DEFAULT_PROTECTED_BASENAMES: &[&str] = &[
     ".git",
     ".env",
@@ -21,6 +24,13 @@ pub const DEFAULT_PROTECTED_BASENAMES: &[&str] = &[
     ".gnupg",
     ".aws",
     ".netrc",
+    ".htpasswd",
+    ".pgpass",
+    ".git-credentials",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
     ".mcp.json",
     ".lionagi",
 ];

@@ -58,6 +58,7 @@ fn destructive_commands_are_refused_in_their_common_spellings() {
         ("wipefs -a /dev/sda", "wipe-filesystem"),
         ("shred -u secrets.txt", "wipe-filesystem"),
         ("dd if=/dev/zero of=/dev/sda bs=1M", "write-to-device"),
+        ("dd if=in.img of=out.img", "dd-write"),
         ("cat image > /dev/nvme0n1", "write-to-device"),
         ("mv important.db /dev/null", "write-to-device"),
         ("chmod -R 777 /", "recursive-chmod-system"),
@@ -138,7 +139,7 @@ fn ordinary_commands_pass() {
         "git branch -d merged",
         "grep -r pattern src",
         "cp -r src dst",
-        "dd if=in.img of=out.img",
+        "dd if=in.img",
         "chmod -R 755 ./build",
         "chmod 700 /home/me/project/script.sh",
         "echo > /dev/null",
@@ -166,4 +167,34 @@ fn arguments_beyond_the_budget_are_refused_unread() {
     assert!(guard.find(&wide).is_err());
     let result = guard.evaluate(&ToolCall::new("s", "t", deep));
     assert!(result.is_denied() && !result.errored());
+}
+
+/// Commands judged by lionagi 0.36.0's `guard_destructive` (black box, see
+/// fixtures/tool-gate/gen_destructive_oracle.py).
+const ORACLE: &str = include_str!("../../../../fixtures/tool-gate/destructive_oracle.jsonl");
+
+#[test]
+fn every_command_the_original_refuses_is_refused_here_too() {
+    let mut original_denies = 0;
+    let mut only_here = 0;
+    for line in ORACLE.lines().filter(|l| !l.trim().is_empty()) {
+        let case: Value = serde_json::from_str(line).expect("fixture line");
+        let text = case["command"].as_str().expect("command");
+        let ours = command(text);
+        match case["oracle"].as_str().expect("oracle") {
+            "deny" => {
+                original_denies += 1;
+                assert!(
+                    ours.is_some(),
+                    "the original refuses {text:?}; we allowed it"
+                );
+            }
+            "allow" => only_here += usize::from(ours.is_some()),
+            other => panic!("unexpected oracle verdict {other}"),
+        }
+    }
+    assert_eq!(original_denies, 28);
+    // The original reads only a `command` string and a fixed pattern list;
+    // this guard refuses strictly more (obfuscated spellings, more commands).
+    assert!(only_here > 0);
 }

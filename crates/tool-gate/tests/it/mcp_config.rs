@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use proptest::prelude::*;
+use serde_json::json;
 use tool_gate::{McpConfigQuery, McpConfigSource, McpConsumer, resolve_mcp_config};
 
 struct Layout {
@@ -228,4 +229,54 @@ proptest! {
         prop_assert_eq!(&native, &forwarded);
         prop_assert_eq!(native, model(present, explicit, trust, &l));
     }
+}
+
+/// Layouts judged by lionagi 0.36.0's `_resolve_mcp_path` (black box, see
+/// fixtures/tool-gate/gen_mcp_resolution_oracle.py), replayed here.
+const ORACLE: &str = include_str!("../../../../fixtures/tool-gate/mcp_resolution_oracle.jsonl");
+
+#[test]
+fn resolution_agrees_with_the_original_on_every_recorded_layout() {
+    // contract: GATE-017, GATE-018, GATE-019, GATE-020
+    let names = [
+        ("pl", PROJECT_LIONAGI),
+        ("p", PROJECT),
+        ("h", HOME),
+        ("x", "elsewhere/x.json"),
+        ("r", "project/rel.json"),
+    ];
+    let rel = |key: &str| names.iter().find(|(k, _)| *k == key).expect("known key").1;
+    let mut checked = 0;
+    for line in ORACLE.lines().filter(|l| !l.trim().is_empty()) {
+        let case: serde_json::Value = serde_json::from_str(line).expect("fixture line");
+        let l = Layout::new();
+        for file in case["files"].as_array().expect("files") {
+            let file = file.as_str().expect("name");
+            match file.strip_suffix('/') {
+                Some(dir) => std::fs::create_dir(l.path(rel(dir))).expect("mkdir"),
+                None => drop(l.put(rel(file))),
+            }
+        }
+        let explicit = case["explicit"]
+            .as_str()
+            .map(|e| match e.strip_prefix("abs:") {
+                Some(abs) => l.path(abs),
+                None => PathBuf::from(e),
+            });
+        let trust = case["trust"].as_bool().expect("trust");
+        let got = match resolve_mcp_config(&l.query(explicit, trust), McpConsumer::NativeLoading) {
+            Ok(None) => json!(null),
+            Ok(Some(found)) => {
+                let key = names
+                    .iter()
+                    .find(|(_, r)| l.path(r) == found.path)
+                    .map_or("other", |(k, _)| k);
+                json!(key)
+            }
+            Err(_) => json!("error"),
+        };
+        assert_eq!(got, case["oracle"], "{line}");
+        checked += 1;
+    }
+    assert_eq!(checked, 32);
 }

@@ -310,3 +310,37 @@ proptest! {
         }
     }
 }
+
+/// Paths judged by lionagi 0.36.0's `guard_paths([a, b])` on the same tree
+/// (black box, see fixtures/tool-gate/gen_paths_oracle.py).
+const ORACLE: &str = include_str!("../../../../fixtures/tool-gate/paths_oracle.jsonl");
+
+#[test]
+fn every_path_the_original_refuses_is_refused_here_too() {
+    // contract: GATE-013, GATE-014
+    let tree = Tree::new();
+    let guard = tree.guard(&["a", "b"]);
+    let root = abs(&tree.path(""));
+    let root = root.trim_end_matches('/');
+    let (mut denied, mut allowed) = (0, 0);
+    for line in ORACLE.lines().filter(|l| !l.trim().is_empty()) {
+        let case: serde_json::Value = serde_json::from_str(line).expect("fixture line");
+        let path = case["path"].as_str().expect("path").replace("$T", root);
+        let ours = guard.check_path(&path);
+        match case["oracle"].as_str().expect("oracle") {
+            "deny" => {
+                denied += 1;
+                assert!(ours.is_err(), "the original refuses {path}; we allowed it");
+            }
+            "allow" => {
+                allowed += 1;
+                // Departures, stricter by design: a symlink is refused even
+                // when it points into a root, and so is `.git`.
+                let stricter = path.contains("link_in") || path.contains(".git");
+                assert_eq!(ours.is_err(), stricter, "{path}: {ours:?}");
+            }
+            other => panic!("unexpected oracle verdict {other}"),
+        }
+    }
+    assert_eq!((denied, allowed), (21, 12));
+}
