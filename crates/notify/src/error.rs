@@ -59,6 +59,24 @@ pub enum Error {
         /// The basename of the adapter's program.
         label: String,
     },
+    /// A recorded notify outcome could not be read.
+    #[error("could not read the notify outcome at {path}")]
+    Read {
+        /// The file being read.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A recorded notify outcome is not valid json.
+    #[error("notify outcome at {path} is not valid json")]
+    OutcomeJson {
+        /// The file read.
+        path: PathBuf,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
     /// A notify outcome or captured stderr could not be written.
     #[error("could not write {path}")]
     Write {

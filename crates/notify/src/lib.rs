@@ -52,6 +52,13 @@
 //!
 //! None of these steps can fail or delay the run past the budget.
 //!
+//! **Stated limit:** the supervising task lives on the caller's tokio
+//! runtime. If that runtime is shut down while an adapter runs, the task is
+//! dropped and cli-supervisor's Drop backstop SIGKILLs the group, but
+//! nothing is left to reap the child: flush the notifier before shutting
+//! the runtime down. (cli-supervisor's parent-death signal still ends the
+//! child if the whole process dies.)
+//!
 //! # Decisions where the spec is open
 //!
 //! - **Masking:** the highest level that sets `on_terminal` decides alone,

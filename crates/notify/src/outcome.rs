@@ -92,9 +92,9 @@ impl RunDir {
         match std::fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)
-                .map_err(|source| Error::EnvelopeJson { source }),
+                .map_err(|source| Error::OutcomeJson { path, source }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(Error::Write { path, source }),
+            Err(source) => Err(Error::Read { path, source }),
         }
     }
 }
@@ -105,10 +105,14 @@ impl OutcomeSink for RunDir {
     }
 
     fn record(&self, outcome: &NotifyOutcome) -> Result<(), Error> {
+        let path = self.outcome_path();
         let mut bytes =
-            serde_json::to_vec_pretty(outcome).map_err(|source| Error::EnvelopeJson { source })?;
+            serde_json::to_vec_pretty(outcome).map_err(|source| Error::OutcomeJson {
+                path: path.clone(),
+                source,
+            })?;
         bytes.push(b'\n');
-        write_private(&self.outcome_path(), &bytes)
+        write_private(&path, &bytes)
     }
 }
 

@@ -328,3 +328,26 @@ fn the_filter_limits_which_envelopes_invoke_the_adapter() {
     let fired = std::fs::read_to_string(&log).expect("fired at least once");
     assert_eq!(fired, "\"id\":\"s1\"\n\"id\":\"p1\"\n");
 }
+
+proptest! {
+    // contract: NTF-015, NTF-016
+    #[test]
+    fn quoted_words_round_trip_and_unquoted_operators_are_refused(
+        words in prop::collection::vec("[ -~]{1,8}", 1..5),
+        operator in prop_oneof![Just("|"), Just("&&"), Just(";"), Just(">"), Just("<"), Just("$X"), Just("`id`")],
+    ) {
+        // Any printable words, shell-quoted: never a shell feature, and the
+        // split gives exactly the words back (metacharacters included).
+        let quoted: Vec<String> = words
+            .iter()
+            .map(|w| shlex::try_quote(w).expect("no NUL").into_owned())
+            .collect();
+        let command = quoted.join(" ");
+        prop_assert!(!notify::needs_shell(&command), "{command}");
+        prop_assert_eq!(argv_of(&global(json!(command))), Some(words.clone()));
+        // The same words with an unquoted operator between them: refused.
+        let with_operator = format!("{} {operator} {}", quoted[0], quoted[1..].join(" "));
+        let resolution = global(json!(with_operator));
+        prop_assert_eq!(resolution.refusal, Some(Refusal::RequiresShellFeatures));
+    }
+}
