@@ -1,13 +1,13 @@
 //! `lionrt admission check`: audit an MCP server's tools before registering them.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use mcp_admission::batch::{self, OutputFormat};
+use mcp_admission::batch::{Checker, OutputFormat};
 
 use crate::out;
 
@@ -16,8 +16,10 @@ pub(crate) enum AdmissionCmd {
     /// Judge every tool of a `tools/list` result, a JSON array of tools, or
     /// JSON Lines of `{id?, name, description, input_schema | inputSchema}`.
     ///
-    /// Exit status: 0 all admitted, 1 any denied, 2 unreadable input (the
-    /// line or line:column is named).
+    /// The input is streamed (memory stays flat for any size). A record that
+    /// cannot be judged is reported as an error record and the rest are
+    /// judged. Exit status: 0 all admitted, 1 any denied, 2 any record (or
+    /// the input itself) unreadable.
     Check(CheckArgs),
 }
 
@@ -36,6 +38,9 @@ fn unreadable(message: String) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Read and write in pieces this large.
+const CHUNK: usize = 1 << 20;
+
 pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
     let AdmissionCmd::Check(args) = cmd;
     let format_name = if json && args.format == "table" {
@@ -47,35 +52,37 @@ pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
         Ok(f) => f,
         Err(e) => return Ok(unreadable(format!("{e}"))),
     };
-    let (bytes, label) = if args.input.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        if let Err(e) = std::io::stdin().lock().read_to_end(&mut buf) {
-            return Ok(unreadable(format!("reading standard input: {e}")));
-        }
-        (buf, "stdin".to_owned())
+    let (mut input, label): (Box<dyn Read>, String) = if args.input.as_os_str() == "-" {
+        (Box::new(std::io::stdin().lock()), "stdin".to_owned())
     } else {
-        match std::fs::read(&args.input) {
-            Ok(b) => (b, args.input.display().to_string()),
+        match std::fs::File::open(&args.input) {
+            Ok(f) => (Box::new(f), args.input.display().to_string()),
             Err(e) => return Ok(unreadable(format!("reading {}: {e}", args.input.display()))),
         }
     };
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            return Ok(unreadable(format!(
-                "{label}: not UTF-8 (at byte {})",
-                e.utf8_error().valid_up_to()
-            )));
+    let mut checker = Checker::new(format, Some(&label));
+    let mut stdout = std::io::stdout().lock();
+    let mut buf = vec![0u8; CHUNK];
+    let mut rendered = String::with_capacity(CHUNK);
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                // What was judged so far is printed; the batch is unreadable.
+                let _ = stdout.write_all(rendered.as_bytes());
+                return Ok(unreadable(format!("reading {label}: {e}")));
+            }
+        };
+        checker.feed(&buf[..n], &mut rendered);
+        if rendered.len() >= CHUNK / 2 {
+            stdout.write_all(rendered.as_bytes())?;
+            rendered.clear();
         }
-    };
-    let entries = match batch::parse_tools(&text) {
-        Ok(entries) => entries,
-        Err(e) => return Ok(unreadable(format!("{label}: {e}"))),
-    };
-    let results = batch::check_tools(&entries);
-    let rendered = batch::render(&results, format, Some(&label));
-    out::line(rendered.trim_end());
-    Ok(ExitCode::from(
-        u8::try_from(batch::exit_code(&results)).unwrap_or(1),
-    ))
+    }
+    let tally = checker.finish(&mut rendered);
+    stdout.write_all(rendered.as_bytes())?;
+    stdout.flush()?;
+    Ok(ExitCode::from(u8::try_from(tally.exit_code()).unwrap_or(2)))
 }

@@ -1,107 +1,92 @@
-//! Batch checking for CI (`lionrt admission check`): parse tool lists, judge, render.
+//! Batch checking for CI (`lionrt admission check`): split a stream of tool
+//! descriptors into records, judge each, render verdicts as they come.
 //!
-//! I/O-free: the caller reads the input text and prints what [`render`]
-//! returns. Three input shapes are accepted: an MCP `tools/list` result
+//! I/O-free: the caller feeds bytes to a [`Checker`] in chunks of any size
+//! and writes out what it renders, so memory stays flat whatever the input
+//! size. Three input shapes are accepted: an MCP `tools/list` result
 //! (`{"tools": [...]}`, also inside a JSON-RPC `{"result": {...}}`), a JSON
 //! array of tools, or JSON Lines of `{id?, name, description,
 //! input_schema | inputSchema}`.
+//!
+//! A batch is never aborted by one record: a record that cannot be judged
+//! (not JSON, not an object, no string `name`) becomes an error record
+//! (JSON Lines `{"id", "error"}`, a SARIF tool execution notification, a
+//! table row) and the rest are judged. A non-string `description` is
+//! ignored as absent, as the original does. Records nested far deeper than
+//! serde_json's default limit of 128 are parsed on a growing heap stack and
+//! judged (the gate itself never looks deeper than its depth cap).
+//!
+//! One case cannot be resynchronised: an element of a JSON array (or of a
+//! `tools` list) whose brackets do not balance ends the batch with one
+//! error record, since no later boundary can be trusted. JSON Lines recover
+//! at the next line.
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::str::FromStr;
 
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use crate::admission::explain_tool_admission;
 use crate::reason::{AdmissionDenied, Reason};
 
 /// Exit code: every tool admitted.
 pub const EXIT_ADMITTED: i32 = 0;
-/// Exit code: at least one tool denied.
+/// Exit code: at least one tool denied, none unreadable.
 pub const EXIT_DENIED: i32 = 1;
-/// Exit code: the input could not be read or parsed.
+/// Exit code: the input, or at least one record of it, could not be read.
 pub const EXIT_UNREADABLE: i32 = 2;
 
-/// One tool descriptor to judge.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolEntry {
-    /// The caller's id, echoed in the output (JSON Lines `id`), if any.
-    pub id: Option<Value>,
-    /// The advertised tool name.
-    pub name: String,
-    /// The tool description, if any.
-    pub description: Option<String>,
-    /// The input schema (`inputSchema` or `input_schema`), if any.
-    pub input_schema: Option<Value>,
-    /// 1-based input line the entry starts on, when known.
-    pub line: Option<usize>,
-}
+/// Nesting past which a record is parsed on a growing heap stack.
+const DEEP: usize = 100;
 
-/// The input could not be understood; names the line (and column for JSON
-/// syntax errors), or the tool's index for a bad entry in a JSON list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseError {
-    /// 1-based line, when known (always for JSON Lines and JSON syntax errors).
-    pub line: Option<usize>,
-    /// 1-based column, for JSON syntax errors.
-    pub column: Option<usize>,
-    /// 0-based index of the offending tool in a JSON list.
-    pub tool_index: Option<usize>,
-    /// What is wrong, lowercase.
-    pub message: String,
-}
-
-impl ParseError {
-    fn at_line(line: usize, message: impl Into<String>) -> Self {
-        Self {
-            line: Some(line),
-            column: None,
-            tool_index: None,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.line, self.column) {
-            (Some(line), Some(column)) => write!(f, "line {line}, column {column}: ")?,
-            (Some(line), None) => write!(f, "line {line}: ")?,
-            _ => {}
-        }
-        if let Some(index) = self.tool_index {
-            write!(f, "tool {index}: ")?;
-        }
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for ParseError {}
-
-/// The verdict for one entry.
+/// The verdict for one record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
-    /// The entry's id, echoed.
+    /// The record's id, echoed (`null` when it has none).
     pub id: Option<Value>,
-    /// The advertised name.
+    /// The advertised name (empty for an error record without one).
     pub name: String,
-    /// The input line of the entry, when known.
+    /// The 1-based input line the record starts on.
     pub line: Option<usize>,
-    /// `None` when admitted.
+    /// The 0-based index of the record in the input.
+    pub index: usize,
+    /// `None` when admitted (or when the record could not be judged).
     pub reason: Option<Reason>,
     /// The original gate's message when denied.
     pub message: Option<String>,
-    /// What a denial rests on (see `AdmissionReport::detail`); empty when admitted.
+    /// What a denial rests on (see `AdmissionReport::detail`); empty otherwise.
     pub detail: String,
+    /// Why the record could not be judged, lowercase; `None` when judged.
+    pub error: Option<String>,
 }
 
-/// Output formats of [`render`].
+impl ToolResult {
+    fn error(id: Option<Value>, line: Option<usize>, index: usize, error: String) -> Self {
+        Self {
+            id,
+            name: String::new(),
+            line,
+            index,
+            reason: None,
+            message: None,
+            detail: String::new(),
+            error: Some(error),
+        }
+    }
+}
+
+/// Output formats of a [`Renderer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     /// A human-readable table.
     Table,
-    /// One JSON object per line: `{"id", "name", "verdict", "reason"}`.
+    /// One JSON object per line: `{"id", "name", "verdict", "reason"}`, or
+    /// `{"id", "error"}` for a record that could not be judged.
     Jsonl,
-    /// SARIF 2.1.0, one rule per reason code.
+    /// SARIF 2.1.0, one rule per reason code; unreadable records are tool
+    /// execution notifications.
     Sarif,
 }
 
@@ -134,182 +119,803 @@ impl FromStr for OutputFormat {
     }
 }
 
-/// Parses tool descriptors from any of the three accepted shapes.
-///
-/// # Errors
-///
-/// [`ParseError`] naming the line (JSON Lines) or line and column (JSON) of
-/// the first problem: invalid JSON, a missing `tools` list, an entry that is
-/// not an object, a missing or non-string `name`, a non-string description.
-pub fn parse_tools(text: &str) -> Result<Vec<ToolEntry>, ParseError> {
-    // Editors on some platforms prefix a byte-order mark.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let trimmed = text.trim_start();
-    if trimmed.is_empty() {
-        return Err(ParseError::at_line(
-            1,
-            "empty input: expected a tools/list result, a json array or json lines",
-        ));
+/// One record found in the input, not yet parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRecord {
+    /// The record's bytes.
+    pub bytes: Vec<u8>,
+    /// The 1-based line it starts on.
+    pub line: usize,
+    /// Its 0-based index in the input.
+    pub index: usize,
+    /// Set when the input ended or broke inside this record.
+    pub broken: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Before the first significant byte.
+    Detect,
+    /// Inside the first top-level object, looking for a `tools` list.
+    Probe,
+    /// Elements of an array whose elements sit at `depth`.
+    Elements { depth: usize },
+    /// Skipping the rest of an enclosing object after its `tools` list.
+    Rest,
+    /// One record per line.
+    Lines,
+    /// Nothing more is read.
+    Done,
+}
+
+/// Splits a byte stream into records, whatever the chunk boundaries.
+#[derive(Debug)]
+pub struct Splitter {
+    mode: Mode,
+    /// 1-based current line.
+    line: usize,
+    at_start: bool,
+    /// Structural scan state.
+    stack: Vec<u8>,
+    in_string: bool,
+    escaped: bool,
+    /// The record being collected.
+    buf: Vec<u8>,
+    in_record: bool,
+    record_line: usize,
+    next_index: usize,
+    /// Probe: the last string seen at the probed object levels, and the key
+    /// whose value is being read at depth 1.
+    string_start: Option<usize>,
+    last_string: Option<Vec<u8>>,
+    key_at_depth1: Option<Vec<u8>>,
+    pending_key: Option<Vec<u8>>,
+    /// Bytes of the probed object so far (it may be a single record).
+    probe_buf: Vec<u8>,
+    probe_line: usize,
+}
+
+impl Default for Splitter {
+    fn default() -> Self {
+        Self::new()
     }
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Array(items)) => entries_from_list(items),
-        Ok(Value::Object(m)) => {
-            if let Some(tools) = tools_list(&m) {
-                entries_from_list(tools.clone())
-            } else if m.contains_key("name") {
-                // A single JSON Lines record.
-                let line = text[..text.len() - trimmed.len()].matches('\n').count() + 1;
-                Ok(vec![entry_from_value(Value::Object(m), Some(line), None)?])
-            } else {
-                Err(ParseError::at_line(
-                    1,
-                    "expected an object with a \"tools\" list",
-                ))
+}
+
+impl Splitter {
+    /// A splitter at the start of the input.
+    pub fn new() -> Self {
+        Self {
+            mode: Mode::Detect,
+            line: 1,
+            at_start: true,
+            stack: Vec::new(),
+            in_string: false,
+            escaped: false,
+            buf: Vec::new(),
+            in_record: false,
+            record_line: 1,
+            next_index: 0,
+            string_start: None,
+            last_string: None,
+            key_at_depth1: None,
+            pending_key: None,
+            probe_buf: Vec::new(),
+            probe_line: 1,
+        }
+    }
+
+    fn take_record(&mut self, broken: Option<String>) -> RawRecord {
+        let record = RawRecord {
+            bytes: std::mem::take(&mut self.buf),
+            line: self.record_line,
+            index: self.next_index,
+            broken,
+        };
+        self.next_index += 1;
+        self.in_record = false;
+        record
+    }
+
+    /// Feeds the next chunk; calls `each` with every record it completes.
+    pub fn feed(&mut self, mut chunk: &[u8], each: &mut dyn FnMut(RawRecord)) {
+        if self.at_start && !chunk.is_empty() {
+            if let Some(rest) = chunk.strip_prefix(b"\xef\xbb\xbf") {
+                chunk = rest;
+            }
+            self.at_start = false;
+        }
+        let mut i = 0;
+        while i < chunk.len() {
+            match self.mode {
+                Mode::Done => return,
+                Mode::Lines => {
+                    i += self.feed_lines(&chunk[i..], each);
+                }
+                _ => {
+                    self.scan_byte(chunk[i], each);
+                    i += 1;
+                }
             }
         }
-        Ok(_) => Err(ParseError::at_line(
-            1,
-            "expected a tools/list result, a json array or json lines",
-        )),
-        Err(whole) => {
-            // Not one document: JSON Lines if the first record parses alone.
-            let first = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty());
-            let looks_like_lines = first.is_some_and(|(_, l)| {
-                serde_json::from_str::<Value>(l).is_ok_and(|v| v.is_object())
-            });
-            if looks_like_lines {
-                parse_json_lines(text)
+    }
+
+    /// Line mode: consumes up to the end of the chunk, returns bytes consumed.
+    fn feed_lines(&mut self, chunk: &[u8], each: &mut dyn FnMut(RawRecord)) -> usize {
+        let mut start = 0;
+        while let Some(nl) = memchr::memchr(b'\n', &chunk[start..]) {
+            let end = start + nl;
+            if !self.in_record {
+                self.record_line = self.line;
+            }
+            self.buf.extend_from_slice(&chunk[start..end]);
+            self.line += 1;
+            if self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
+                let record = self.take_record(None);
+                each(record);
             } else {
-                Err(ParseError {
-                    line: Some(whole.line()),
-                    column: Some(whole.column()),
-                    tool_index: None,
-                    message: lowercase_first(&whole.to_string()),
-                })
+                self.buf.clear();
+                self.in_record = false;
+            }
+            start = end + 1;
+        }
+        if start < chunk.len() {
+            if !self.in_record {
+                self.record_line = self.line;
+                self.in_record = true;
+            }
+            self.buf.extend_from_slice(&chunk[start..]);
+        }
+        chunk.len()
+    }
+
+    fn scan_byte(&mut self, b: u8, each: &mut dyn FnMut(RawRecord)) {
+        if b == b'\n' {
+            self.line += 1;
+        }
+        match self.mode {
+            Mode::Detect => match b {
+                b'[' => {
+                    self.stack.push(b'[');
+                    self.mode = Mode::Elements { depth: 1 };
+                }
+                b'{' => {
+                    self.stack.push(b'{');
+                    self.mode = Mode::Probe;
+                    self.probe_buf.push(b);
+                    self.probe_line = self.line;
+                }
+                b if b.is_ascii_whitespace() => {}
+                _ => {
+                    // Anything else: JSON Lines from here.
+                    self.mode = Mode::Lines;
+                    self.record_line = self.line;
+                    self.in_record = true;
+                    self.buf.push(b);
+                }
+            },
+            Mode::Probe => self.probe_byte(b, each),
+            Mode::Elements { depth } => self.element_byte(b, depth, each),
+            Mode::Rest => {
+                if self.structural(b).is_err() || self.stack.is_empty() {
+                    self.mode = Mode::Done;
+                }
+            }
+            Mode::Lines | Mode::Done => {}
+        }
+    }
+
+    /// Tracks strings and brackets; `Err` on a bracket that closes nothing.
+    fn structural(&mut self, b: u8) -> Result<(), ()> {
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+            }
+            return Ok(());
+        }
+        match b {
+            b'"' => self.in_string = true,
+            b'{' | b'[' => self.stack.push(b),
+            b'}' | b']' => {
+                let open = if b == b'}' { b'{' } else { b'[' };
+                if self.stack.pop() != Some(open) {
+                    return Err(());
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn probe_byte(&mut self, b: u8, each: &mut dyn FnMut(RawRecord)) {
+        self.probe_buf.push(b);
+        let was_in_string = self.in_string;
+        let depth_before = self.stack.len();
+        if self.structural(b).is_err() {
+            self.probe_to_lines(each);
+            return;
+        }
+        let depth = self.stack.len();
+        // Strings at depth 1 and 2 are candidate keys.
+        if !was_in_string && self.in_string && depth <= 2 {
+            self.string_start = Some(self.probe_buf.len());
+        } else if was_in_string && !self.in_string {
+            if let Some(start) = self.string_start.take() {
+                let end = self.probe_buf.len() - 1;
+                self.last_string = (end - start <= 16).then(|| self.probe_buf[start..end].to_vec());
+            }
+        } else if !self.in_string && !was_in_string {
+            match b {
+                b':' => self.pending_key = self.last_string.take(),
+                b',' => {
+                    self.pending_key = None;
+                    self.last_string = None;
+                    if depth == 1 {
+                        self.key_at_depth1 = None;
+                    }
+                }
+                b'{' | b'[' => {
+                    let key = self.pending_key.take();
+                    if depth_before == 1 {
+                        self.key_at_depth1.clone_from(&key);
+                    }
+                    let is_tools = key.as_deref() == Some(b"tools".as_slice()) && b == b'[';
+                    let at_root = depth_before == 1;
+                    let in_result =
+                        depth_before == 2 && self.key_at_depth1.as_deref() == Some(b"result");
+                    if is_tools && (at_root || in_result) {
+                        self.probe_buf = Vec::new();
+                        self.mode = Mode::Elements { depth };
+                    }
+                }
+                b'}' if depth == 0 => {
+                    // A whole object without a tools list: a single record;
+                    // the rest is JSON Lines.
+                    self.buf = std::mem::take(&mut self.probe_buf);
+                    self.record_line = self.probe_line;
+                    let record = self.take_record(None);
+                    each(record);
+                    self.mode = Mode::Lines;
+                }
+                b'}' | b']' => {}
+                _ if !b.is_ascii_whitespace() => self.pending_key = None,
+                _ => {}
             }
         }
     }
-}
 
-fn tools_list(m: &Map<String, Value>) -> Option<&Vec<Value>> {
-    if let Some(Value::Array(tools)) = m.get("tools") {
-        return Some(tools);
+    /// The first object does not close (or closes wrongly): it was no
+    /// tools list, so what was seen is read again as JSON Lines.
+    fn probe_to_lines(&mut self, each: &mut dyn FnMut(RawRecord)) {
+        let seen = std::mem::take(&mut self.probe_buf);
+        self.mode = Mode::Lines;
+        self.stack.clear();
+        self.in_string = false;
+        self.escaped = false;
+        self.line = self.probe_line;
+        self.in_record = false;
+        self.buf.clear();
+        self.feed_lines(&seen, each);
     }
-    match m.get("result") {
-        Some(Value::Object(result)) => match result.get("tools") {
-            Some(Value::Array(tools)) => Some(tools),
-            _ => None,
-        },
-        _ => None,
-    }
-}
 
-fn parse_json_lines(text: &str) -> Result<Vec<ToolEntry>, ParseError> {
-    let mut entries = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
+    fn element_byte(&mut self, b: u8, depth: usize, each: &mut dyn FnMut(RawRecord)) {
+        if !self.in_record {
+            if b.is_ascii_whitespace() || b == b',' {
+                return;
+            }
+            if b == b']' {
+                self.stack.pop();
+                self.mode = if depth == 1 { Mode::Lines } else { Mode::Rest };
+                return;
+            }
+            self.in_record = true;
+            self.record_line = self.line;
         }
-        let value = serde_json::from_str::<Value>(line)
-            .map_err(|e| ParseError::at_line(i + 1, lowercase_first(&e.to_string())))?;
-        entries.push(entry_from_value(value, Some(i + 1), None)?);
+        let scalar_end = !self.in_string
+            && self.stack.len() == depth
+            && (b == b',' || b == b']' || b.is_ascii_whitespace());
+        if scalar_end {
+            // A scalar element ends at a delimiter.
+            let record = self.take_record(None);
+            each(record);
+            if b == b']' {
+                self.stack.pop();
+                self.mode = if depth == 1 { Mode::Lines } else { Mode::Rest };
+            }
+            return;
+        }
+        self.buf.push(b);
+        if self.structural(b).is_err() || self.stack.len() < depth {
+            let record = self.take_record(Some(
+                "unbalanced brackets: the rest of the list cannot be split".to_owned(),
+            ));
+            each(record);
+            self.mode = Mode::Done;
+            return;
+        }
+        if !self.in_string && self.stack.len() == depth && matches!(b, b'}' | b']') {
+            let record = self.take_record(None);
+            each(record);
+        }
     }
-    Ok(entries)
+
+    /// Ends the input: flushes a last record, or reports where it broke off.
+    pub fn finish(&mut self, each: &mut dyn FnMut(RawRecord)) {
+        match self.mode {
+            Mode::Detect => {
+                let record = RawRecord {
+                    bytes: Vec::new(),
+                    line: self.line,
+                    index: self.next_index,
+                    broken: Some(
+                        "empty input: expected a tools/list result, a json array or json lines"
+                            .to_owned(),
+                    ),
+                };
+                self.next_index += 1;
+                each(record);
+            }
+            Mode::Probe => {
+                // Never closed: read what was seen as JSON Lines.
+                self.probe_to_lines(each);
+                if self.in_record && self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
+                    let record = self.take_record(None);
+                    each(record);
+                }
+            }
+            Mode::Elements { .. } => {
+                let why = "unexpected end of input inside the list".to_owned();
+                let record = if self.in_record {
+                    self.take_record(Some(why))
+                } else {
+                    let r = RawRecord {
+                        bytes: Vec::new(),
+                        line: self.line,
+                        index: self.next_index,
+                        broken: Some(why),
+                    };
+                    self.next_index += 1;
+                    r
+                };
+                each(record);
+            }
+            Mode::Lines => {
+                if self.in_record && self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
+                    let record = self.take_record(None);
+                    each(record);
+                }
+            }
+            Mode::Rest | Mode::Done => {}
+        }
+        self.mode = Mode::Done;
+    }
 }
 
-fn entries_from_list(items: Vec<Value>) -> Result<Vec<ToolEntry>, ParseError> {
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| entry_from_value(item, None, Some(i)))
-        .collect()
+/// Parses one record's JSON, at any nesting depth.
+fn parse_record(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match Value::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+        Err(e) if e.to_string().contains("recursion limit") => {
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            de.disable_recursion_limit();
+            let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+            de.end()?;
+            Ok(value)
+        }
+        other => other,
+    }
 }
 
-fn entry_from_value(
-    value: Value,
-    line: Option<usize>,
-    index: Option<usize>,
-) -> Result<ToolEntry, ParseError> {
-    let at = |what: &str| ParseError {
-        line,
-        column: None,
-        tool_index: index,
-        message: what.to_owned(),
+/// Drops a value without recursion (a deeply nested one would overflow the
+/// stack in the recursive default drop).
+fn drop_iteratively(value: Value) {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(m) => stack.extend(m.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
+fn lowercase_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    let s = s.rfind(" at line ").map_or(s.as_str(), |i| &s[..i]);
+    let mut chars = s.chars();
+    let first: String = chars
+        .next()
+        .map(|c| c.to_lowercase().collect())
+        .unwrap_or_default();
+    let column = e.column();
+    format!("{first}{} (column {column})", chars.as_str())
+}
+
+/// Judges one record.
+pub fn judge_record(record: &RawRecord) -> ToolResult {
+    let line = Some(record.line);
+    let index = record.index;
+    if let Some(why) = &record.broken {
+        return ToolResult::error(None, line, index, why.clone());
+    }
+    let value = match parse_record(&record.bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            let at_line = record.line + e.line().saturating_sub(1);
+            return ToolResult::error(
+                None,
+                Some(at_line),
+                index,
+                format!("not json: {}", lowercase_message(&e)),
+            );
+        }
     };
-    let Value::Object(mut m) = value else {
-        return Err(at("a tool must be a json object"));
+    let result = judge_value(&value, line, index);
+    if record.bytes.len() > 1024 {
+        drop_iteratively(value);
+    }
+    result
+}
+
+/// True when a value nests deeper than `limit` (checked without recursion).
+fn nesting_exceeds(value: &Value, limit: usize) -> bool {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        if d > limit {
+            return true;
+        }
+        match v {
+            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
+            Value::Object(m) => stack.extend(m.values().map(|i| (i, d + 1))),
+            _ => {}
+        }
+    }
+    false
+}
+
+fn judge_value(value: &Value, line: Option<usize>, index: usize) -> ToolResult {
+    let Value::Object(m) = value else {
+        return ToolResult::error(None, line, index, "a tool must be a json object".to_owned());
     };
-    let name = match m.remove("name") {
+    // An id is echoed; one nested absurdly deep is replaced, not recursed.
+    let id = m.get("id").map(|id| {
+        if nesting_exceeds(id, DEEP) {
+            Value::from("(id nested too deep)")
+        } else {
+            id.clone()
+        }
+    });
+    let name = match m.get("name") {
         Some(Value::String(name)) => name,
-        Some(_) => return Err(at("\"name\" must be a string")),
-        None => return Err(at("missing \"name\"")),
+        Some(_) => return ToolResult::error(id, line, index, "\"name\" must be a string".into()),
+        None => return ToolResult::error(id, line, index, "missing \"name\"".into()),
     };
-    let description = match m.remove("description") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(d)) => Some(d),
-        Some(_) => return Err(at("\"description\" must be a string or null")),
-    };
-    let input_schema = m.remove("inputSchema").or_else(|| m.remove("input_schema"));
-    Ok(ToolEntry {
-        id: m.remove("id"),
-        name,
-        description,
-        input_schema,
+    // The original ignores a description that is not a string.
+    let description = m.get("description").and_then(Value::as_str);
+    let schema = schema_of(m);
+    let report = explain_tool_admission(name, schema, description);
+    ToolResult {
+        id,
+        name: name.clone(),
         line,
+        index,
+        reason: report.reason,
+        message: report
+            .reason
+            .map(|r| AdmissionDenied::new(name, r).to_string()),
+        detail: report.detail().unwrap_or_default(),
+        error: None,
+    }
+}
+
+fn schema_of(m: &Map<String, Value>) -> Option<&Value> {
+    m.get("inputSchema").or_else(|| m.get("input_schema"))
+}
+
+/// Splits, judges and renders a stream; the I/O-free heart of the CLI.
+#[derive(Debug)]
+pub struct Checker {
+    splitter: Splitter,
+    renderer: Renderer,
+    tally: Tally,
+}
+
+/// Counts of a batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Records judged and admitted.
+    pub admitted: usize,
+    /// Records judged and denied.
+    pub denied: usize,
+    /// Records that could not be judged.
+    pub errors: usize,
+}
+
+impl Tally {
+    fn add(&mut self, r: &ToolResult) {
+        if r.error.is_some() {
+            self.errors += 1;
+        } else if r.reason.is_some() {
+            self.denied += 1;
+        } else {
+            self.admitted += 1;
+        }
+    }
+
+    /// 2 when any record could not be judged, else 1 when any was denied, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.errors > 0 {
+            EXIT_UNREADABLE
+        } else if self.denied > 0 {
+            EXIT_DENIED
+        } else {
+            EXIT_ADMITTED
+        }
+    }
+}
+
+impl Checker {
+    /// A checker writing `format`; `artifact_uri` names the input in SARIF.
+    pub fn new(format: OutputFormat, artifact_uri: Option<&str>) -> Self {
+        Self {
+            splitter: Splitter::new(),
+            renderer: Renderer::new(format, artifact_uri),
+            tally: Tally::default(),
+        }
+    }
+
+    /// Feeds a chunk of input; appends rendered output to `out`.
+    pub fn feed(&mut self, chunk: &[u8], out: &mut String) {
+        let Self {
+            splitter,
+            renderer,
+            tally,
+        } = self;
+        splitter.feed(chunk, &mut |record| {
+            let result = judge_record(&record);
+            tally.add(&result);
+            renderer.record(&result, out);
+        });
+    }
+
+    /// Ends the input; appends the rest of the output and returns the tally.
+    pub fn finish(mut self, out: &mut String) -> Tally {
+        let Self {
+            splitter,
+            renderer,
+            tally,
+        } = &mut self;
+        splitter.finish(&mut |record| {
+            let result = judge_record(&record);
+            tally.add(&result);
+            renderer.record(&result, out);
+        });
+        renderer.finish(tally, out);
+        self.tally
+    }
+}
+
+/// Judges every record of a whole text (see [`Checker`] for streams).
+pub fn check_text(text: &str) -> Vec<ToolResult> {
+    let mut results = Vec::new();
+    let mut splitter = Splitter::new();
+    let mut each = |record: RawRecord| results.push(judge_record(&record));
+    splitter.feed(text.as_bytes(), &mut each);
+    splitter.finish(&mut each);
+    results
+}
+
+/// The process exit code for a set of results: 2 when any record could not
+/// be judged, else 1 when any is denied, else 0.
+pub fn exit_code(results: &[ToolResult]) -> i32 {
+    let mut tally = Tally::default();
+    results.iter().for_each(|r| tally.add(r));
+    tally.exit_code()
+}
+
+/// Renders whole results; `artifact_uri` names the input file in SARIF locations.
+pub fn render(results: &[ToolResult], format: OutputFormat, artifact_uri: Option<&str>) -> String {
+    let mut out = String::new();
+    let mut renderer = Renderer::new(format, artifact_uri);
+    let mut tally = Tally::default();
+    for r in results {
+        tally.add(r);
+        renderer.record(r, &mut out);
+    }
+    renderer.finish(&tally, &mut out);
+    out
+}
+
+/// Renders results one at a time.
+#[derive(Debug)]
+pub struct Renderer {
+    format: OutputFormat,
+    artifact_uri: Option<String>,
+    started: bool,
+    sarif_results: usize,
+    /// SARIF tool execution notifications, written at the end.
+    notifications: Vec<String>,
+}
+
+/// Table column widths (a longer cell widens its row only).
+const WIDTHS: [usize; 4] = [6, 24, 7, 42];
+
+impl Renderer {
+    /// A renderer for `format`.
+    pub fn new(format: OutputFormat, artifact_uri: Option<&str>) -> Self {
+        Self {
+            format,
+            artifact_uri: artifact_uri.map(str::to_owned),
+            started: false,
+            sarif_results: 0,
+            notifications: Vec::new(),
+        }
+    }
+
+    fn start(&mut self, out: &mut String) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        match self.format {
+            OutputFormat::Table => table_row(out, ["ID", "NAME", "VERDICT", "REASON"], "DETAIL"),
+            OutputFormat::Jsonl => {}
+            OutputFormat::Sarif => {
+                let rules: Vec<Value> = Reason::ALL.iter().map(|r| sarif_rule(*r)).collect();
+                let driver = serde_json::json!({
+                    "name": "mcp-admission",
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "rules": rules,
+                });
+                out.push_str(
+                    "{\"$schema\":\"https://json.schemastore.org/sarif-2.1.0.json\",\"version\":\"2.1.0\",\"runs\":[{\"tool\":{\"driver\":",
+                );
+                out.push_str(&driver.to_string());
+                out.push_str("},\"results\":[");
+            }
+        }
+    }
+
+    /// Renders one result.
+    pub fn record(&mut self, r: &ToolResult, out: &mut String) {
+        self.start(out);
+        match self.format {
+            OutputFormat::Table => {
+                let id = id_text(r.id.as_ref());
+                if let Some(error) = &r.error {
+                    let at = r.line.map(|l| format!("line {l}: ")).unwrap_or_default();
+                    table_row(out, [&id, "-", "error", "-"], &format!("{at}{error}"));
+                } else {
+                    let name = r.name.escape_debug().to_string();
+                    let (verdict, reason) = match r.reason {
+                        Some(reason) => ("deny", reason.as_str()),
+                        None => ("allow", "-"),
+                    };
+                    table_row(out, [&id, &name, verdict, reason], &r.detail);
+                }
+            }
+            OutputFormat::Jsonl => {
+                out.push_str("{\"id\":");
+                push_id(out, r.id.as_ref());
+                if let Some(error) = &r.error {
+                    out.push_str(",\"error\":");
+                    let at = r.line.map(|l| format!("line {l}: ")).unwrap_or_default();
+                    push_json_string(out, &format!("{at}{error}"));
+                } else {
+                    out.push_str(",\"name\":");
+                    push_json_string(out, &r.name);
+                    match r.reason {
+                        Some(reason) => {
+                            out.push_str(",\"verdict\":\"deny\",\"reason\":\"");
+                            out.push_str(reason.as_str());
+                            out.push('"');
+                        }
+                        None => out.push_str(",\"verdict\":\"allow\",\"reason\":null"),
+                    }
+                }
+                out.push_str("}\n");
+            }
+            OutputFormat::Sarif => self.sarif_record(r, out),
+        }
+    }
+
+    fn sarif_record(&mut self, r: &ToolResult, out: &mut String) {
+        let location = |line: Option<usize>| {
+            self.artifact_uri.as_ref().map(|uri| {
+                let mut physical = serde_json::json!({"artifactLocation": {"uri": uri}});
+                if let Some(line) = line {
+                    physical["region"] = serde_json::json!({"startLine": line});
+                }
+                physical
+            })
+        };
+        if let Some(error) = &r.error {
+            let mut n = serde_json::json!({
+                "level": "error",
+                "message": {"text": format!("record {} could not be judged: {error}", r.index)},
+                "properties": {"id": r.id.clone().unwrap_or(Value::Null)},
+            });
+            if let Some(physical) = location(r.line) {
+                n["locations"] = serde_json::json!([{"physicalLocation": physical}]);
+            }
+            self.notifications.push(n.to_string());
+            return;
+        }
+        let Some(reason) = r.reason else { return };
+        let index = Reason::ALL.iter().position(|x| *x == reason).unwrap_or(0);
+        let mut result = serde_json::json!({
+            "ruleId": reason.as_str(),
+            "ruleIndex": index,
+            "level": "error",
+            "message": {"text": r.message.clone().unwrap_or_default()},
+            "locations": [{
+                "logicalLocations": [{"name": r.name, "kind": "function"}]
+            }],
+            "properties": {"detail": r.detail, "id": r.id.clone().unwrap_or(Value::Null)},
+        });
+        if let Some(physical) = location(r.line) {
+            result["locations"][0]["physicalLocation"] = physical;
+        }
+        if self.sarif_results > 0 {
+            out.push(',');
+        }
+        self.sarif_results += 1;
+        out.push_str(&result.to_string());
+    }
+
+    /// Ends the output.
+    pub fn finish(&mut self, tally: &Tally, out: &mut String) {
+        self.start(out);
+        match self.format {
+            OutputFormat::Table => {
+                let total = tally.admitted + tally.denied + tally.errors;
+                let _ = write!(
+                    out,
+                    "{total} tools: {} admitted, {} denied",
+                    tally.admitted, tally.denied
+                );
+                if tally.errors > 0 {
+                    let _ = write!(out, ", {} unreadable", tally.errors);
+                }
+                out.push('\n');
+            }
+            OutputFormat::Jsonl => {}
+            OutputFormat::Sarif => {
+                out.push_str("],\"invocations\":[{\"executionSuccessful\":");
+                out.push_str(if tally.errors == 0 { "true" } else { "false" });
+                out.push_str(",\"toolExecutionNotifications\":[");
+                out.push_str(&self.notifications.join(","));
+                out.push_str("]}]}]}\n");
+            }
+        }
+    }
+}
+
+fn sarif_rule(r: Reason) -> Value {
+    serde_json::json!({
+        "id": r.as_str(),
+        "name": rule_name(r),
+        "shortDescription": {"text": format!("MCP tool refused: {}", r.as_str())},
+        "fullDescription": {"text": r.explanation()},
+        "defaultConfiguration": {"level": "error"},
+        "help": {"text": "Expose a structured, bounded operation instead: enum/const-restricted fields and additionalProperties: false."},
     })
 }
 
-/// serde_json's message, lowercase, without its trailing position (the
-/// error carries the position itself).
-fn lowercase_first(s: &str) -> String {
-    let s = s.rfind(" at line ").map_or(s, |i| &s[..i]);
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().chain(chars).collect(),
-        None => String::new(),
+fn table_row(out: &mut String, cells: [&str; 4], detail: &str) {
+    let start = out.len();
+    for (cell, width) in cells.iter().zip(WIDTHS) {
+        out.push_str(cell);
+        let pad = width.saturating_sub(cell.chars().count());
+        out.extend(std::iter::repeat_n(' ', pad + 2));
     }
-}
-
-/// Judges every entry.
-pub fn check_tools(entries: &[ToolEntry]) -> Vec<ToolResult> {
-    entries
-        .iter()
-        .map(|entry| {
-            let report = explain_tool_admission(
-                &entry.name,
-                entry.input_schema.as_ref(),
-                entry.description.as_deref(),
-            );
-            ToolResult {
-                id: entry.id.clone(),
-                name: entry.name.clone(),
-                line: entry.line,
-                reason: report.reason,
-                message: report
-                    .reason
-                    .map(|r| AdmissionDenied::new(&entry.name, r).to_string()),
-                detail: report.detail().unwrap_or_default(),
-            }
-        })
-        .collect()
-}
-
-/// The process exit code for a set of results: 0 when all are admitted, 1 when any is denied.
-pub fn exit_code(results: &[ToolResult]) -> i32 {
-    if results.iter().any(|r| r.reason.is_some()) {
-        EXIT_DENIED
-    } else {
-        EXIT_ADMITTED
-    }
-}
-
-/// Renders results; `artifact_uri` names the input file in SARIF locations.
-pub fn render(results: &[ToolResult], format: OutputFormat, artifact_uri: Option<&str>) -> String {
-    match format {
-        OutputFormat::Table => render_table(results),
-        OutputFormat::Jsonl => render_jsonl(results),
-        OutputFormat::Sarif => render_sarif(results, artifact_uri),
-    }
+    out.push_str(detail);
+    let trimmed = out[start..].trim_end().len();
+    out.truncate(start + trimmed);
+    out.push('\n');
 }
 
 fn id_text(id: Option<&Value>) -> String {
@@ -320,69 +926,30 @@ fn id_text(id: Option<&Value>) -> String {
     }
 }
 
-fn render_table(results: &[ToolResult]) -> String {
-    let rows: Vec<[String; 4]> = results
-        .iter()
-        .map(|r| {
-            [
-                id_text(r.id.as_ref()),
-                r.name.escape_debug().to_string(),
-                if r.reason.is_some() { "deny" } else { "allow" }.to_owned(),
-                r.reason.map_or("-", Reason::as_str).to_owned(),
-            ]
-        })
-        .collect();
-    let header = ["ID", "NAME", "VERDICT", "REASON"];
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
+fn push_id(out: &mut String, id: Option<&Value>) {
+    match id {
+        None => out.push_str("null"),
+        Some(v) => out.push_str(&v.to_string()),
     }
-    let mut out = String::new();
-    let mut line = |cells: [&str; 4], detail: &str| {
-        let mut l = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            l.push_str(cell);
-            let pad = widths[i].saturating_sub(cell.chars().count());
-            l.push_str(&" ".repeat(pad + 2));
-        }
-        l.push_str(detail);
-        out.push_str(l.trim_end());
-        out.push('\n');
-    };
-    line(header, "DETAIL");
-    for (row, result) in rows.iter().zip(results) {
-        let detail = if result.reason.is_some() {
-            result.detail.as_str()
-        } else {
-            ""
-        };
-        line([&row[0], &row[1], &row[2], &row[3]], detail);
-    }
-    let denied = results.iter().filter(|r| r.reason.is_some()).count();
-    out.push_str(&format!(
-        "{} tools: {} admitted, {} denied\n",
-        results.len(),
-        results.len() - denied,
-        denied
-    ));
-    out
 }
 
-fn render_jsonl(results: &[ToolResult]) -> String {
-    let mut out = String::new();
-    for r in results {
-        let line = json!({
-            "id": r.id.clone().unwrap_or(Value::Null),
-            "name": r.name,
-            "verdict": if r.reason.is_some() { "deny" } else { "allow" },
-            "reason": r.reason.map(Reason::as_str),
-        });
-        out.push_str(&line.to_string());
-        out.push('\n');
+/// Appends `s` as a JSON string literal.
+fn push_json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
     }
-    out
+    out.push('"');
 }
 
 fn rule_name(reason: Reason) -> String {
@@ -396,60 +963,4 @@ fn rule_name(reason: Reason) -> String {
                 .unwrap_or_default()
         })
         .collect()
-}
-
-fn render_sarif(results: &[ToolResult], artifact_uri: Option<&str>) -> String {
-    let rules: Vec<Value> = Reason::ALL
-        .iter()
-        .map(|r| {
-            json!({
-                "id": r.as_str(),
-                "name": rule_name(*r),
-                "shortDescription": {"text": format!("MCP tool refused: {}", r.as_str())},
-                "fullDescription": {"text": r.explanation()},
-                "defaultConfiguration": {"level": "error"},
-                "help": {"text": "Expose a structured, bounded operation instead: enum/const-restricted fields and additionalProperties: false."},
-            })
-        })
-        .collect();
-    let sarif_results: Vec<Value> = results
-        .iter()
-        .filter_map(|r| {
-            let reason = r.reason?;
-            let index = Reason::ALL.iter().position(|x| *x == reason).unwrap_or(0);
-            let mut result = json!({
-                "ruleId": reason.as_str(),
-                "ruleIndex": index,
-                "level": "error",
-                "message": {"text": r.message.clone().unwrap_or_default()},
-                "locations": [{
-                    "logicalLocations": [{"name": r.name, "kind": "function"}]
-                }],
-                "properties": {"detail": r.detail, "id": r.id.clone().unwrap_or(Value::Null)},
-            });
-            if let Some(uri) = artifact_uri {
-                let mut physical = json!({"artifactLocation": {"uri": uri}});
-                if let Some(line) = r.line {
-                    physical["region"] = json!({"startLine": line});
-                }
-                result["locations"][0]["physicalLocation"] = physical;
-            }
-            Some(result)
-        })
-        .collect();
-    let doc = json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "mcp-admission",
-                "version": env!("CARGO_PKG_VERSION"),
-                "rules": rules,
-            }},
-            "results": sarif_results,
-        }],
-    });
-    let mut out = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    out.push('\n');
-    out
 }

@@ -70,25 +70,26 @@
 //!
 //! # The `batch` module (for `lionrt admission check`)
 //!
-//! [`batch`] is I/O-free: the binary reads the text and prints the string.
+//! [`batch`] is I/O-free: the binary feeds the bytes it reads to a
+//! [`batch::Checker`] chunk by chunk and prints what it renders, so memory
+//! stays flat for any input size. One record that cannot be judged never
+//! aborts the batch: it becomes an error record.
 //!
 //! ```
 //! use mcp_admission::batch::{self, OutputFormat};
 //!
-//! let text = r#"{"tools": [{"name": "bash", "inputSchema": {"type": "object", "properties": {"cmd": {"type": "string"}}}}]}"#;
-//! let entries = batch::parse_tools(text)?;          // Err(ParseError) -> exit 2
-//! let results = batch::check_tools(&entries);
-//! let out = batch::render(&results, OutputFormat::Jsonl, Some("tools.json"));
+//! let text = "{\"id\": 1, \"name\": \"bash\", \"inputSchema\": {\"type\": \"object\", \"properties\": {\"cmd\": {\"type\": \"string\"}}}}\nnot json\n";
+//! let mut checker = batch::Checker::new(OutputFormat::Jsonl, Some("tools.jsonl"));
+//! let mut out = String::new();
+//! checker.feed(text.as_bytes(), &mut out);
+//! let tally = checker.finish(&mut out);
 //! assert!(out.contains(r#""verdict":"deny""#));
-//! assert_eq!(batch::exit_code(&results), batch::EXIT_DENIED);
+//! assert!(out.contains(r#""error":"line 2: not json"#));
+//! assert_eq!(tally.exit_code(), batch::EXIT_UNREADABLE);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A CLI wires it as: read FILE or stdin into a string (on a read error print
-//! it and exit [`batch::EXIT_UNREADABLE`]); `parse_tools` (on `Err(e)` print
-//! `e`, which names the line or line:column, and exit 2); `check_tools`;
-//! `OutputFormat::from_str` on `--format table|jsonl|sarif`; print
-//! `render(..)`; exit with `exit_code(..)` (0 all admitted, 1 any denied).
+//! Exit codes: 0 all admitted, 1 any denied, 2 any record unreadable.
 //!
 //! # Features
 //!
@@ -199,8 +200,18 @@
 //! - 14 (intersection): a `$ref` target must be sufficient *and* its
 //!   structural siblings, evaluated as their own node, must be too (a closed
 //!   target with a sibling `"type": "object"` alone is insufficient). allOf
-//!   needs one sufficient branch; if none is, the node's own keywords are
-//!   judged. oneOf/anyOf need every branch sufficient.
+//!   needs one sufficient branch; if none is (or the list is empty), the
+//!   node is insufficient, as in the original. oneOf/anyOf need every branch
+//!   sufficient. A property value carrying an object or composition keyword
+//!   (properties, additionalProperties, patternProperties, `$ref`,
+//!   allOf/anyOf/oneOf, `$defs`, definitions) is judged by the boundedness
+//!   proof whatever its type says; a nested boolean schema and an empty
+//!   composition list fail the coverage proof; the bounded-array exception
+//!   to denied `items`/`prefixItems` holds for a bounded property (pinned, or
+//!   a bounded array type); a composition branch of a bounded value is still
+//!   walked for free-form leaves; an untyped `additionalProperties` schema is
+//!   a free-form map. Each of these matches the original's verdicts (found
+//!   with the differential test).
 //! - 15 (denied vs. walked applicators): the walker walks the applicators it
 //!   recognises for free-form keys; the registry's denied verdict decides the
 //!   strong-name rule and (see above) the description rule, never an

@@ -48,26 +48,34 @@ fn structural_ref_siblings(node: &Value, root: bool) -> bool {
 
 /// True when a declared property's value could itself be an object instance.
 /// Scalar, array, annotation-only and free-form string values are false:
-/// they stay the walker's territory.
+/// they stay the walker's territory. A value that carries an object or
+/// composition keyword (properties, additionalProperties, patternProperties,
+/// `$ref`, allOf, anyOf, oneOf, `$defs`, definitions) is true whatever its
+/// type says, as in the original: the boundedness proof then judges it (and
+/// a type that excludes object fails there).
 pub fn property_value_may_be_object_shaped(v: &Value) -> bool {
     let Value::Object(m) = v else {
         return false;
     };
-    match types_of(m) {
-        Types::Known(t) => t.object,
-        Types::Malformed => true,
-        Types::Absent => [
-            "properties",
-            "additionalProperties",
-            "patternProperties",
-            "$ref",
-            "allOf",
-            "anyOf",
-            "oneOf",
-        ]
-        .iter()
-        .any(|k| m.contains_key(*k)),
-    }
+    let composed = [
+        "properties",
+        "additionalProperties",
+        "patternProperties",
+        "$ref",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "$defs",
+        "definitions",
+    ]
+    .iter()
+    .any(|k| m.contains_key(*k));
+    composed
+        || match types_of(m) {
+            Types::Known(t) => t.object,
+            Types::Malformed => true,
+            Types::Absent => false,
+        }
 }
 
 impl<'a> Engine<'a> {
@@ -135,28 +143,38 @@ impl<'a> Engine<'a> {
             return Ok(());
         }
         if let Some(value) = m.get("allOf") {
-            // One bounded branch suffices; none falls through to the node's
-            // own keywords, which constrain the same instance.
-            if let Value::Array(branches) = value {
-                for (i, branch) in branches.iter().enumerate() {
-                    self.push(Seg::Key("allOf"));
-                    self.push(Seg::Index(i));
-                    let result = self.boundedness(branch, depth + 1);
-                    self.pop();
-                    self.pop();
-                    if result.is_ok() {
-                        return Ok(());
-                    }
-                    if self.exhausted {
-                        return self.fail(P, InsufficiencyCause::LimitReached);
-                    }
-                }
-            } else {
+            // One bounded branch suffices; with none (or an empty list) the
+            // node is insufficient, as in the original.
+            let Value::Array(branches) = value else {
                 return self.fail(
                     P,
                     InsufficiencyCause::MalformedComposition("allOf".to_owned()),
                 );
+            };
+            let mut first_failure = None;
+            for (i, branch) in branches.iter().enumerate() {
+                self.push(Seg::Key("allOf"));
+                self.push(Seg::Index(i));
+                let result = self.boundedness(branch, depth + 1);
+                self.pop();
+                self.pop();
+                match result {
+                    Ok(()) => return Ok(()),
+                    Err(e) => {
+                        first_failure.get_or_insert(e);
+                    }
+                }
+                if self.exhausted {
+                    return self.fail(P, InsufficiencyCause::LimitReached);
+                }
             }
+            return match first_failure {
+                Some(e) => Err(e),
+                None => self.fail(
+                    P,
+                    InsufficiencyCause::MalformedComposition("allOf".to_owned()),
+                ),
+            };
         }
         // (5) a top-level const/enum pins the instance.
         if pinned(m) {
@@ -266,9 +284,19 @@ impl<'a> Engine<'a> {
         if !self.charge() || self.too_deep(depth) {
             return self.fail(P, InsufficiencyCause::LimitReached);
         }
+        // A boolean nested where a schema belongs is not a modelled shape
+        // (the original refuses it); `false` items and
+        // `additionalProperties` are handled by their keywords, and a root
+        // boolean by the classifier.
         let m = match node {
-            Value::Bool(_) => return Ok(()),
             Value::Object(m) => m,
+            Value::Bool(_) if depth == 0 && self.path.is_empty() => return Ok(()),
+            Value::Bool(_) => {
+                return self.fail(
+                    P,
+                    InsufficiencyCause::Malformed("boolean schema".to_owned()),
+                );
+            }
             _ => return self.fail(P, InsufficiencyCause::Malformed("schema".to_owned())),
         };
         let mut array_exception: Option<bool> = None;
@@ -307,7 +335,8 @@ impl<'a> Engine<'a> {
                 }
                 ("additionalProperties", Value::Bool(_)) => Ok(()),
                 ("additionalProperties", Value::Object(_)) => self.coverage(v, depth + 1),
-                ("allOf" | "anyOf" | "oneOf", Value::Array(branches)) => {
+                // An empty composition list is refused, as in the original.
+                ("allOf" | "anyOf" | "oneOf", Value::Array(branches)) if !branches.is_empty() => {
                     self.coverage_list(branches, depth)
                 }
                 ("$ref", Value::String(reference)) => self.coverage_ref(reference, depth),
@@ -318,7 +347,9 @@ impl<'a> Engine<'a> {
                     let allowed = match array_exception {
                         Some(allowed) => *allowed,
                         None => {
-                            let allowed = self.array_elements_bounded(&Shape::of(m), depth);
+                            // The bounded-property proof: pinned, or a
+                            // bounded array type.
+                            let allowed = self.bounded_shape(&Shape::of(m), depth);
                             *array_exception = Some(allowed);
                             allowed
                         }
@@ -326,9 +357,19 @@ impl<'a> Engine<'a> {
                     if allowed {
                         // Still visit each bounded item subschema.
                         return match (k, v) {
+                            ("items", Value::Bool(false)) => Ok(()),
                             ("items", _) => self.coverage(v, depth + 1),
                             ("prefixItems", Value::Array(members)) => {
-                                self.coverage_list(members, depth)
+                                for (i, member) in members.iter().enumerate() {
+                                    if member == &Value::Bool(false) {
+                                        continue;
+                                    }
+                                    self.push(Seg::Index(i));
+                                    let result = self.coverage(member, depth + 1);
+                                    self.pop();
+                                    result?;
+                                }
+                                Ok(())
                             }
                             _ => Ok(()),
                         };

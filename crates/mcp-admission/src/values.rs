@@ -21,7 +21,7 @@ impl<'a> Engine<'a> {
         self.bounded_shape(&Shape::of(m), depth)
     }
 
-    fn bounded_shape(&mut self, shape: &Shape<'a>, depth: usize) -> bool {
+    pub(crate) fn bounded_shape(&mut self, shape: &Shape<'a>, depth: usize) -> bool {
         if shape.pinned {
             return true;
         }
@@ -87,22 +87,24 @@ impl<'a> Engine<'a> {
         if shape.dynamic_ref {
             return Some(FreeFormCause::UnresolvableReference);
         }
-        if self.bounded_shape(&shape, depth) {
-            return None;
-        }
-        match shape.types {
-            Types::Malformed => return Some(FreeFormCause::Malformed),
-            Types::Known(t) => {
-                if t.string {
-                    return Some(FreeFormCause::StringType);
+        // A bounded node's own type admits nothing free-form, but its
+        // composition, conditional and `$ref` branches are still judged, as
+        // in the original.
+        if !self.bounded_shape(&shape, depth) {
+            match shape.types {
+                Types::Malformed => return Some(FreeFormCause::Malformed),
+                Types::Known(t) => {
+                    if t.string {
+                        return Some(FreeFormCause::StringType);
+                    }
+                    if t.array && self.array_reaches(&shape, depth) {
+                        return Some(FreeFormCause::ArrayReachesFreeForm);
+                    }
                 }
-                if t.array && self.array_reaches(&shape, depth) {
-                    return Some(FreeFormCause::ArrayReachesFreeForm);
-                }
-            }
-            Types::Absent => {
-                if category_key && !shape.container {
-                    return Some(FreeFormCause::UntypedCategoryKey);
+                Types::Absent => {
+                    if category_key && !shape.container {
+                        return Some(FreeFormCause::UntypedCategoryKey);
+                    }
                 }
             }
         }

@@ -138,7 +138,9 @@ impl<'a> Engine<'a> {
                     }
                     Value::Bool(false) => {}
                     Value::Object(_) => {
-                        if self.value_free_form(false, v, depth + 1).is_some() {
+                        // No key names the entries, so an untyped value
+                        // (`{}`) admits anything: a free-form map.
+                        if self.value_free_form(true, v, depth + 1).is_some() {
                             let path = self.pointer();
                             self.map_channels.push(path);
                         }

@@ -59,11 +59,49 @@ fn verdicts_exit_codes_and_formats() {
 fn unreadable_input_exits_2_naming_the_place() {
     let out = check(&[], "{\"tools\": [\n  {\"name\": \"x\",,}\n]}");
     assert_eq!(out.status.code(), Some(2), "{out:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains('2'), "names the line: {err}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("line 2"), "names the line: {table}");
     let out = check(&["/definitely/not/here.json"], "");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/definitely/not/here.json"));
     let out = check(&["-", "--format", "xml"], "[]");
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn odd_records_get_error_records_and_the_rest_are_judged() {
+    let mut deep = String::from(r#"{"type": "integer"}"#);
+    for _ in 0..600 {
+        deep = format!(r#"{{"type": "object", "properties": {{"a": {deep}}}}}"#);
+    }
+    let input = format!(
+        "{{\"id\": 1, \"name\": \"search\"}}\nnot json\n{{\"id\": 3, \"name\": 7}}\n{{\"id\": 4, \"name\": \"bash\", \"description\": 5, \"inputSchema\": {deep}}}\n{{\"id\": 5, \"name\": \"notes\", \"inputSchema\": {{\"type\": \"object\", \"patternProperties\": {{\"^x-\": {{\"type\": \"string\"}}}}}}}}\n"
+    );
+    let out = check(&["-", "--format", "jsonl"], &input);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    assert_eq!(lines.len(), 5);
+    assert_eq!(lines[0]["verdict"], "allow");
+    assert!(
+        lines[1]["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("line 2"))
+    );
+    assert_eq!(lines[2]["id"], 3);
+    assert!(lines[2]["error"].is_string());
+    // 600 levels deep: parsed and judged (a strong name, open nesting).
+    assert_eq!(lines[3]["verdict"], "deny", "{}", lines[3]);
+    // The shipped binary compiles patterns: `^x-` cannot match a command
+    // key word, so the tool is admitted (without the `regex` feature every
+    // pattern is unresolvable and denies).
+    assert_eq!(lines[4]["verdict"], "allow", "{}", lines[4]);
+
+    let out = check(&["-", "--format", "sarif"], &input);
+    assert_eq!(out.status.code(), Some(2));
+    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).expect("sarif json");
+    let notes = &sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"];
+    assert_eq!(notes.as_array().map(Vec::len), Some(2));
 }

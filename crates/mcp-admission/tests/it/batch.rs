@@ -2,10 +2,10 @@
 
 use mcp_admission::Reason;
 use mcp_admission::batch::{
-    EXIT_ADMITTED, EXIT_DENIED, EXIT_UNREADABLE, OutputFormat, check_tools, exit_code, parse_tools,
-    render,
+    Checker, EXIT_ADMITTED, EXIT_DENIED, EXIT_UNREADABLE, OutputFormat, ToolResult, check_text,
+    exit_code, render,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const TOOLS_LIST: &str = r#"{
   "tools": [
@@ -14,44 +14,54 @@ const TOOLS_LIST: &str = r#"{
   ]
 }"#;
 
+fn verdicts(results: &[ToolResult]) -> Vec<(String, Option<&'static str>, bool)> {
+    results
+        .iter()
+        .map(|r| {
+            (
+                r.name.clone(),
+                r.reason.map(Reason::as_str),
+                r.error.is_some(),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn parses_a_tools_list_result() {
-    let entries = parse_tools(TOOLS_LIST).expect("parses");
-    assert_eq!(entries.len(), 2);
+fn reads_a_tools_list_result() {
+    let results = check_text(TOOLS_LIST);
     assert_eq!(
-        parse_tools(&format!("\u{feff}{TOOLS_LIST}"))
-            .expect("bom")
-            .len(),
-        2
+        verdicts(&results),
+        [
+            ("search".to_owned(), None, false),
+            ("bash".to_owned(), Some("unbounded-command-input"), false)
+        ]
     );
-    assert_eq!(entries[1].name, "bash");
-    assert!(entries[1].input_schema.is_some());
-    // Also inside a JSON-RPC response.
+    assert_eq!(check_text(&format!("\u{feff}{TOOLS_LIST}")).len(), 2);
+    // Also inside a JSON-RPC response, whatever comes before the list.
     let rpc = format!(r#"{{"jsonrpc": "2.0", "id": 1, "result": {TOOLS_LIST}}}"#);
-    assert_eq!(parse_tools(&rpc).expect("parses").len(), 2);
+    assert_eq!(verdicts(&check_text(&rpc)), verdicts(&results));
+    assert_eq!(results[1].line, Some(4));
 }
 
 #[test]
-fn parses_a_json_array() {
+fn reads_a_json_array() {
     let text = r#"[{"name": "a", "input_schema": {"type": "object"}}, {"name": "b", "description": null}]"#;
-    let entries = parse_tools(text).expect("parses");
-    assert_eq!(entries.len(), 2);
+    let results = check_text(text);
     assert_eq!(
-        entries[0].input_schema,
-        Some(serde_json::json!({"type": "object"}))
+        verdicts(&results),
+        [("a".to_owned(), None, false), ("b".to_owned(), None, false)]
     );
-    assert_eq!(entries[1].description, None);
 }
 
 #[test]
-fn parses_json_lines_with_ids() {
+fn reads_json_lines_with_ids() {
     let text = "{\"id\": \"t1\", \"name\": \"search\", \"input_schema\": {\"type\": \"object\"}}\n\n{\"id\": 7, \"name\": \"bash\", \"inputSchema\": {\"type\": \"object\", \"properties\": {\"cmd\": {\"type\": \"string\"}}}}\n";
-    let entries = parse_tools(text).expect("parses");
-    assert_eq!(entries.len(), 2);
-    assert_eq!(entries[0].id, Some(Value::from("t1")));
-    assert_eq!(entries[1].id, Some(Value::from(7)));
-    assert_eq!(entries[1].line, Some(3));
-    let out = render(&check_tools(&entries), OutputFormat::Jsonl, None);
+    let results = check_text(text);
+    assert_eq!(results[0].id, Some(Value::from("t1")));
+    assert_eq!(results[1].id, Some(Value::from(7)));
+    assert_eq!(results[1].line, Some(3));
+    let out = render(&results, OutputFormat::Jsonl, None);
     let lines: Vec<Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).expect("json line"))
@@ -59,48 +69,197 @@ fn parses_json_lines_with_ids() {
     assert_eq!(
         lines,
         vec![
-            serde_json::json!({"id": "t1", "name": "search", "verdict": "allow", "reason": null}),
-            serde_json::json!({"id": 7, "name": "bash", "verdict": "deny", "reason": "unbounded-command-input"}),
+            json!({"id": "t1", "name": "search", "verdict": "allow", "reason": null}),
+            json!({"id": 7, "name": "bash", "verdict": "deny", "reason": "unbounded-command-input"}),
         ]
     );
 }
 
+/// JSON Lines with odd records between good ones.
+const ODD: &str = concat!(
+    "{\"id\": 1, \"name\": \"search\", \"inputSchema\": {\"type\": \"object\"}}\n",
+    "this is not json\n",
+    "[1, 2]\n",
+    "{\"id\": 4, \"name\": 5}\n",
+    "{\"id\": 5, \"description\": \"no name\"}\n",
+    "{\"id\": 6, \"name\": \"bash\", \"description\": 42, \"inputSchema\": {\"type\": \"object\", \"properties\": {\"cmd\": {\"type\": \"string\"}}}}\n",
+    "{\"id\": 7, \"name\": \"b\"\n",
+    "{\"id\": 8, \"name\": \"notes\", \"description\": [\"x\"]}\n",
+);
+
 #[test]
-fn parse_errors_name_the_position() {
-    let err = parse_tools("{\"name\": \"a\"}\n{\"name\": \"b\"\n{\"name\": \"c\"}\n")
-        .expect_err("bad line");
-    assert_eq!((err.line, err.column), (Some(2), None));
-    assert!(err.to_string().starts_with("line 2: "), "{err}");
+fn odd_records_never_abort_the_batch() {
+    let results = check_text(ODD);
+    assert_eq!(results.len(), 8);
+    let errors: Vec<usize> = results
+        .iter()
+        .filter(|r| r.error.is_some())
+        .map(|r| r.line.expect("line"))
+        .collect();
+    assert_eq!(errors, [2, 3, 4, 5, 7]);
+    // A non-string description is ignored as absent, as the original does.
+    assert_eq!(results[5].reason, Some(Reason::UnboundedCommandInput));
+    assert_eq!(results[7].reason, None);
+    assert!(results[7].error.is_none());
+    assert_eq!(exit_code(&results), EXIT_UNREADABLE);
 
-    let err = parse_tools("[\n  {\"name\": \"a\"},\n  {\"name\": }\n]").expect_err("bad json");
-    assert_eq!(err.line, Some(3));
-    assert!(err.column.is_some());
-    assert!(err.to_string().starts_with("line 3, column "), "{err}");
+    let out = render(&results, OutputFormat::Jsonl, None);
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(lines.len(), 8);
+    assert_eq!(lines[3]["id"], json!(4));
+    assert!(
+        lines[3]["error"].as_str().expect("error").contains("name"),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(lines[3].as_object().map(|m| m.len()), Some(2));
+    assert!(
+        lines[1]["error"]
+            .as_str()
+            .expect("error")
+            .starts_with("line 2: not json")
+    );
+    assert_eq!(lines[5]["verdict"], "deny");
 
-    let err = parse_tools("{\"name\": 5}\n").expect_err("name must be a string");
-    assert!(err.message.contains("name"), "{err}");
-    let err =
-        parse_tools("[{\"name\": \"a\"}, {\"description\": \"x\"}]").expect_err("missing name");
-    assert_eq!((err.line, err.tool_index), (None, Some(1)));
-    assert_eq!(err.to_string(), "tool 1: missing \"name\"");
-    assert!(parse_tools("").is_err());
-    assert!(parse_tools("42").is_err());
-    assert!(parse_tools("{\"servers\": []}").is_err());
-    assert_eq!(EXIT_UNREADABLE, 2);
+    let table = render(&results, OutputFormat::Table, None);
+    assert_eq!(table.lines().count(), 10, "{table}");
+    assert!(
+        table.lines().nth(2).is_some_and(|l| l.contains("error")),
+        "{table}"
+    );
+    assert!(
+        table.ends_with("8 tools: 2 admitted, 1 denied, 5 unreadable\n"),
+        "{table}"
+    );
+
+    let sarif: Value =
+        serde_json::from_str(&render(&results, OutputFormat::Sarif, Some("t.jsonl")))
+            .expect("sarif");
+    let run = &sarif["runs"][0];
+    assert_eq!(run["results"].as_array().map(Vec::len), Some(1));
+    let notes = run["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .expect("notifications");
+    assert_eq!(notes.len(), 5);
+    assert_eq!(
+        notes[0]["locations"][0]["physicalLocation"]["region"]["startLine"],
+        2
+    );
+    assert_eq!(run["invocations"][0]["executionSuccessful"], false);
+}
+
+#[test]
+fn odd_records_in_a_list_and_broken_input() {
+    let results = check_text(
+        r#"[{"name": "a"}, 5, "x", {"name": }, {"name": "bash", "inputSchema": {"properties": {"cmd": {}}}}]"#,
+    );
+    assert_eq!(
+        verdicts(&results),
+        [
+            ("a".to_owned(), None, false),
+            (String::new(), None, true),
+            (String::new(), None, true),
+            (String::new(), None, true),
+            ("bash".to_owned(), Some("unbounded-command-input"), false),
+        ]
+    );
+    // Unbalanced brackets in a list: the records before are judged, then one error.
+    let results = check_text(r#"[{"name": "a"}, {"name": "b", "x": [}], {"name": "c"}]"#);
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[1]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("unbalanced"))
+    );
+    // Truncated input.
+    let results = check_text(r#"[{"name": "a"}, {"name": "b""#);
+    assert_eq!(results.len(), 2);
+    assert!(results[1].error.is_some());
+    // Empty input is one error record.
+    let results = check_text("  \n");
+    assert_eq!(results.len(), 1);
+    assert!(
+        results[0]
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("empty input"))
+    );
+    // A first object that never closes is read as JSON Lines.
+    let results = check_text("{\"name\": \"a\"\n{\"name\": \"b\"}\n");
+    assert_eq!(results.len(), 2);
+    assert!(results[0].error.is_some());
+    assert_eq!(results[1].name, "b");
+}
+
+#[test]
+fn deep_records_are_parsed_and_judged() {
+    // 600 levels: far past serde_json's default limit of 128.
+    for (depth, name, expect) in [
+        (600, "notebook", None),
+        (
+            600,
+            "bash",
+            Some(Reason::ExecutorIdentityWithInsufficientSchema),
+        ),
+        (
+            20_000,
+            "bash",
+            Some(Reason::ExecutorIdentityWithInsufficientSchema),
+        ),
+    ] {
+        let mut schema = String::from(r#"{"type": "integer"}"#);
+        for _ in 0..depth {
+            schema = format!(r#"{{"type": "object", "properties": {{"a": {schema}}}}}"#);
+        }
+        let text = format!(
+            "{{\"name\": \"{name}\", \"inputSchema\": {schema}}}\n{{\"name\": \"after\"}}\n"
+        );
+        let results = check_text(&text);
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[0].error, None, "{depth}");
+        assert_eq!(results[0].reason, expect, "{depth}");
+        assert_eq!(results[1].name, "after");
+    }
+}
+
+#[test]
+fn chunk_boundaries_do_not_matter() {
+    let text = TOOLS_LIST.to_owned();
+    let whole = check_text(&text);
+    for chunk in [1, 2, 3, 7, 64] {
+        for input in [text.as_str(), ODD] {
+            let mut checker = Checker::new(OutputFormat::Jsonl, None);
+            let mut out = String::new();
+            for piece in input.as_bytes().chunks(chunk) {
+                checker.feed(piece, &mut out);
+            }
+            let tally = checker.finish(&mut out);
+            let expected = render(&check_text(input), OutputFormat::Jsonl, None);
+            assert_eq!(out, expected, "chunk {chunk}");
+            assert_eq!(tally.exit_code(), exit_code(&check_text(input)));
+        }
+    }
+    assert_eq!(whole.len(), 2);
 }
 
 #[test]
 fn exit_codes() {
-    let all_ok = check_tools(&parse_tools(r#"[{"name": "search"}]"#).expect("parses"));
-    assert_eq!(exit_code(&all_ok), EXIT_ADMITTED);
-    let mixed = check_tools(&parse_tools(TOOLS_LIST).expect("parses"));
-    assert_eq!(exit_code(&mixed), EXIT_DENIED);
+    assert_eq!(
+        exit_code(&check_text(r#"[{"name": "search"}]"#)),
+        EXIT_ADMITTED
+    );
+    assert_eq!(exit_code(&check_text(TOOLS_LIST)), EXIT_DENIED);
     assert_eq!(exit_code(&[]), EXIT_ADMITTED);
+    assert_eq!(exit_code(&check_text("42")), EXIT_UNREADABLE);
 }
 
 #[test]
 fn table_lists_every_tool_and_a_summary() {
-    let results = check_tools(&parse_tools(TOOLS_LIST).expect("parses"));
+    let results = check_text(TOOLS_LIST);
     let table = render(&results, OutputFormat::Table, None);
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].starts_with("ID"));
@@ -117,7 +276,7 @@ fn table_lists_every_tool_and_a_summary() {
 #[test]
 fn sarif_lists_every_rule_even_when_nothing_is_denied() {
     for text in [r#"[{"name": "search"}]"#, TOOLS_LIST] {
-        let results = check_tools(&parse_tools(text).expect("parses"));
+        let results = check_text(text);
         let sarif: Value =
             serde_json::from_str(&render(&results, OutputFormat::Sarif, Some("tools.json")))
                 .expect("sarif is json");
@@ -130,6 +289,10 @@ fn sarif_lists_every_rule_even_when_nothing_is_denied() {
         let denied = results.iter().filter(|r| r.reason.is_some()).count();
         let sarif_results = sarif["runs"][0]["results"].as_array().expect("results");
         assert_eq!(sarif_results.len(), denied);
+        assert_eq!(
+            sarif["runs"][0]["invocations"][0]["executionSuccessful"],
+            true
+        );
         for r in sarif_results {
             let index = r["ruleIndex"].as_u64().expect("index") as usize;
             assert_eq!(rules[index]["id"], r["ruleId"]);
