@@ -72,7 +72,15 @@
 //!   raw string: `"$HOME"` in double quotes needs a shell (refused),
 //!   `'a|b'` in single quotes and backslash-escaped characters do not.
 //! - **Malformed mapping values** (a non-boolean `enabled`, an empty filter
-//!   list) are refused rather than read loosely: fail closed.
+//!   list, an `adapter` that is not a mapping, a NUL byte in argv) are
+//!   refused rather than read loosely: fail closed. A null `enabled` reads
+//!   as absent, and a mapping with no adapter configures nothing unless it
+//!   says `enabled: true` (then `enabled_without_adapter`), as in the
+//!   original.
+//! - **`#` starts a comment** when it begins a word (POSIX words, the
+//!   `shlex` crate); the original passed it on as an argument.
+//! - `tests/it/oracle.rs` checks every answer against the original's
+//!   (`fixtures/notify/resolve_oracle.json`) and lists these departures.
 //! - **Redaction** covers argument values (`argv[1..]`), not the program
 //!   path; overlapping occurrences merge into one replaced span.
 //! - **Process group, not session:** cli-supervisor starts the child as the

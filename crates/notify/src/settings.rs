@@ -61,8 +61,8 @@ pub enum Refusal {
     EmptyCommand,
     /// `enabled` is not a boolean.
     EnabledNotBoolean,
-    /// The mapping has no `adapter` mapping.
-    AdapterMissing,
+    /// The mapping says `enabled: true` but has no `adapter`.
+    EnabledWithoutAdapter,
     /// `adapter.kind` is neither `exec` nor `python`.
     AdapterKindUnsupported,
     /// `adapter.kind: python` names in-process Python code, which this
@@ -87,7 +87,7 @@ impl Refusal {
             Self::NotParseable => "on_terminal_command_not_parseable",
             Self::EmptyCommand => "on_terminal_command_is_empty",
             Self::EnabledNotBoolean => "on_terminal_enabled_not_a_boolean",
-            Self::AdapterMissing => "adapter_missing",
+            Self::EnabledWithoutAdapter => "enabled_without_adapter",
             Self::AdapterKindUnsupported => "adapter_kind_unsupported",
             Self::PythonAdapterUnsupported => "python_adapter_unsupported",
             Self::ArgvNotListOfStrings => "exec_adapter_argv_not_a_list_of_strings",
@@ -283,8 +283,10 @@ fn exec_handler(words: Vec<String>, level: Level, filter: Filter) -> Resolution 
 }
 
 fn resolve_mapping(map: &serde_json::Map<String, Value>, level: Level) -> Resolution {
-    match map.get("enabled") {
-        None | Some(Value::Bool(true)) => {}
+    // A null `enabled` (an empty YAML value) reads as absent: enabled.
+    let explicit = match map.get("enabled") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(true)) => true,
         Some(Value::Bool(false)) => return Resolution::disabled(level),
         Some(other) => {
             return Resolution::refused(
@@ -293,17 +295,33 @@ fn resolve_mapping(map: &serde_json::Map<String, Value>, level: Level) -> Resolu
                 format!("enabled must be true or false, got {}", kind_of(other)),
             );
         }
-    }
+    };
     let filter = match parse_filter(map.get("filter")) {
         Ok(filter) => filter,
         Err((refusal, what)) => return Resolution::refused(level, refusal, what),
     };
-    let Some(Value::Object(adapter)) = map.get("adapter") else {
-        return Resolution::refused(
-            level,
-            Refusal::AdapterMissing,
-            "mapping form needs an adapter mapping {kind: exec, argv: [...]}".to_owned(),
-        );
+    let adapter = match map.get("adapter") {
+        Some(Value::Object(adapter)) => adapter,
+        // A mapping naming no adapter configures nothing, unless it asked
+        // explicitly to be enabled.
+        None | Some(Value::Null) if !explicit => return Resolution::disabled(level),
+        None | Some(Value::Null) => {
+            return Resolution::refused(
+                level,
+                Refusal::EnabledWithoutAdapter,
+                "enabled: true needs an adapter mapping {kind: exec, argv: [...]}".to_owned(),
+            );
+        }
+        Some(other) => {
+            return Resolution::refused(
+                level,
+                Refusal::AdapterKindUnsupported,
+                format!(
+                    "adapter must be a mapping {{kind: exec, argv: [...]}}, got {}",
+                    kind_of(other)
+                ),
+            );
+        }
     };
     match adapter.get("kind").and_then(Value::as_str) {
         Some("exec") => match adapter.get("argv") {

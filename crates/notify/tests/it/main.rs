@@ -3,6 +3,7 @@
 mod common;
 mod envelope;
 mod exec;
+mod oracle;
 mod redact;
 mod registry;
 mod scope;

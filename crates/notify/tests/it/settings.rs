@@ -75,7 +75,14 @@ fn string_and_mapping_forms_resolve_to_a_handler_or_disabled() {
         json!({"adapter": {"kind": "python", "ref": "m:f"}}),
         Err(Refusal::PythonAdapterUnsupported),
     );
-    check(json!({"enabled": true}), Err(Refusal::AdapterMissing));
+    check(
+        json!({"enabled": true}),
+        Err(Refusal::EnabledWithoutAdapter),
+    );
+    check(
+        json!({"adapter": "exec"}),
+        Err(Refusal::AdapterKindUnsupported),
+    );
     check(
         json!({"adapter": {"kind": "exec", "argv": "x y"}}),
         Err(Refusal::ArgvNotListOfStrings),
