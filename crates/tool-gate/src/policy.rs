@@ -115,8 +115,10 @@ impl Rule {
 
 /// The permission policy. Among the rules that match a call the most
 /// restrictive decision wins (deny over escalate over allow), whatever their
-/// order, so adding a broad allow can never undo a narrow deny; a call no
-/// rule matches gets the default. [`PermissionPolicy::default`] denies.
+/// order, so adding a broad allow can never undo a narrow deny or skip a
+/// narrow escalation (the original lets allow beat escalate; this reads it
+/// closed); a call no rule matches gets the default.
+/// [`PermissionPolicy::default`] denies.
 #[derive(Clone)]
 pub struct PermissionPolicy {
     rules: Vec<Rule>,

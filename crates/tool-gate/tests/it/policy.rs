@@ -164,3 +164,40 @@ fn deny_and_escalate_rules_ignore_case_while_allow_rules_do_not() {
             .is_err()
     );
 }
+
+/// Decisions of lionagi 0.36.0's `PermissionPolicy(mode="rules")` (black
+/// box, see fixtures/tool-gate/gen_policy_oracle.py).
+const ORACLE: &str = include_str!("../../../../fixtures/tool-gate/policy_oracle.jsonl");
+
+#[test]
+fn decisions_agree_with_the_original_except_where_read_closed() {
+    let mut departures = Vec::new();
+    for line in ORACLE.lines().filter(|l| !l.trim().is_empty()) {
+        let case: serde_json::Value = serde_json::from_str(line).expect("fixture line");
+        let mut policy = PermissionPolicy::default();
+        for (key, decision) in [
+            ("allow", Decision::Allow),
+            ("deny", Decision::Deny),
+            ("escalate", Decision::Escalate),
+        ] {
+            for pattern in case["rules"][key].as_array().into_iter().flatten() {
+                let pattern = pattern.as_str().expect("pattern");
+                policy = policy.with_rule(Rule::tool(pattern, decision).expect("rule"));
+            }
+        }
+        let tool = case["tool"].as_str().expect("tool");
+        let ours = match policy.decide(&call(tool)).0 {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+            Decision::Escalate => "escalate",
+        };
+        let oracle = case["oracle"].as_str().expect("oracle");
+        if ours != oracle {
+            // Only ever stricter: allow -> escalate or deny.
+            assert_eq!(oracle, "allow", "{line}: ours {ours}");
+            departures.push(tool.to_owned());
+        }
+    }
+    // Escalate beats a broad allow; an allow pattern does not fold case.
+    assert_eq!(departures, ["write_file", "Bash"]);
+}
