@@ -80,3 +80,36 @@ fn resolution_matches_the_original_except_for_documented_departures() {
     }
     assert_eq!(departures, 6, "every listed departure is exercised");
 }
+
+// contract: NTF-025, NTF-026, NTF-027, NTF-028
+#[test]
+fn redaction_matches_the_original_except_where_it_left_fragments() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/notify/redact_oracle.json"
+    );
+    let fixture: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json");
+    // Overlapping occurrences: the original replaced one value at a time and
+    // left a piece of the other (`zzz` of `XYzzz`); here they merge.
+    let departures = [
+        ("-abcdXYzzz-", "-***-"),
+        ("aaaaa", "***"),
+        ("abcabcabc", "***c"),
+    ];
+    let mut seen = 0;
+    for case in fixture["cases"].as_array().expect("cases") {
+        let text = case["text"].as_str().expect("text");
+        let argv: Vec<String> = serde_json::from_value(case["argv"].clone()).expect("argv");
+        let ours = notify::redact_argv_values(text, &argv);
+        match departures.iter().find(|(t, _)| *t == text) {
+            Some((_, want)) => {
+                seen += 1;
+                assert_eq!(ours, *want, "{text}");
+                assert_ne!(ours, case["redacted"].as_str().expect("redacted"));
+            }
+            None => assert_eq!(ours, case["redacted"].as_str().expect("redacted"), "{text}"),
+        }
+    }
+    assert_eq!(seen, departures.len());
+}
