@@ -164,7 +164,9 @@ impl fmt::Display for PathDenial {
 ///
 /// Stated limit (GATE-016): validation is check-time only. The guard opens
 /// and holds nothing; a file swapped for a symlink between the check and the
-/// tool's own open is not detected.
+/// tool's own open is not detected. A hard link (or bind mount) inside a root
+/// that reaches a file elsewhere is indistinguishable from the file itself
+/// and is not detected either.
 #[derive(Debug, Clone)]
 pub struct PathGuard {
     roots: Vec<PathBuf>,

@@ -201,3 +201,20 @@ fn decisions_agree_with_the_original_except_where_read_closed() {
     // Escalate beats a broad allow; an allow pattern does not fold case.
     assert_eq!(departures, ["write_file", "Bash"]);
 }
+
+#[test]
+fn a_panicking_escalation_handler_refuses_the_call() {
+    // contract: GATE-002
+    let policy = escalating().on_escalate(
+        |_: &ToolCall, _: &str| -> Result<EscalationAnswer, ControlUnavailable> {
+            panic!("handler bug")
+        },
+    );
+    let result = Gate::builder()
+        .security(policy)
+        .build()
+        .check(&call("deploy_prod"));
+    assert_eq!(result.deny_kind(), Some(DenyKind::EvaluatorFailed));
+    assert_eq!(result.control(), Some("permission-policy"));
+    assert!(result.reason().expect("reason").contains("handler bug"));
+}
