@@ -44,6 +44,17 @@ pub enum Ending {
     Cancelled,
 }
 
+impl Ending {
+    /// The outcome reason code of an unsuccessful call that ended this way.
+    fn reason(self) -> &'static str {
+        match self {
+            Self::Exited => reason::EXITED_UNSUCCESSFULLY,
+            Self::TimedOut => reason::TIMED_OUT,
+            Self::Cancelled => reason::CANCELLED,
+        }
+    }
+}
+
 /// What one adapter call did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -226,6 +237,10 @@ async fn supervise(
         Err(error) => {
             // The teardown itself ran; only the exit status is missing.
             tracing::warn!(adapter = %label, pid, error = %adapter.argv.redact(&error.to_string()), "notify adapter status unavailable");
+            record(
+                &adapter,
+                &NotifyOutcome::failed(None, None, ending.reason()),
+            );
             ExecReport {
                 ending,
                 pid,
@@ -290,12 +305,11 @@ fn finish(adapter: &ExecAdapter, ending: Ending, pid: i32, exit: LegExit) -> Exe
             reason: None,
         }
     } else {
-        let why = match ending {
-            Ending::Exited => reason::EXITED_UNSUCCESSFULLY,
-            Ending::TimedOut => reason::TIMED_OUT,
-            Ending::Cancelled => reason::CANCELLED,
-        };
-        NotifyOutcome::failed(report.exit_code, report.stderr_path.clone(), why)
+        NotifyOutcome::failed(
+            report.exit_code,
+            report.stderr_path.clone(),
+            ending.reason(),
+        )
     };
     if report.ok() {
         tracing::debug!(adapter = %label, pid, "notify adapter succeeded");

@@ -64,9 +64,11 @@ fn the_child_runs_in_its_own_process_group_with_the_envelope_on_stdin() {
 fn the_calls_own_timeout_ends_and_reaps_the_group() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (argv, pid_file, child_file) = stubborn(dir.path());
+    let run = Arc::new(RunDir::new(dir.path()));
     let adapter = ExecAdapter::new(argv)
         .timeout(Duration::from_millis(500))
-        .grace(Duration::from_millis(200));
+        .grace(Duration::from_millis(200))
+        .record_to(run.clone());
     let report = multi_thread()
         .block_on(adapter.call(&envelope("session", "s1")))
         .expect("call");
@@ -85,6 +87,8 @@ fn the_calls_own_timeout_ends_and_reaps_the_group() {
         wait_gone(grandchild, false),
         "the group's other member is gone"
     );
+    let outcome = run.read_outcome().expect("read").expect("recorded");
+    assert_eq!(outcome.reason.as_deref(), Some(reason::TIMED_OUT));
 }
 
 // contract: NTF-022
@@ -94,11 +98,13 @@ fn the_registry_deadline_ends_and_reaps_the_child() {
     let (argv, pid_file, child_file) = stubborn(dir.path());
     // The registry's deadline fires before the call's own (longer) timeout.
     let registry = Registry::new(Duration::from_millis(400));
+    let run = Arc::new(RunDir::new(dir.path()));
     registry.register(Registration::new(
         "hook",
         ExecAdapter::new(argv)
             .timeout(Duration::from_secs(60))
             .grace(Duration::from_millis(200))
+            .record_to(run.clone())
             .into_handler(),
     ));
     let runtime = multi_thread();
@@ -111,6 +117,17 @@ fn the_registry_deadline_ends_and_reaps_the_child() {
         "the child was reaped after the deadline"
     );
     assert!(wait_gone(grandchild, false));
+    // The detached task records the cancellation once it has reaped.
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    let outcome = loop {
+        if let Some(outcome) = run.read_outcome().expect("read") {
+            break outcome;
+        }
+        assert!(std::time::Instant::now() < until, "no outcome recorded");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(outcome.reason.as_deref(), Some(reason::CANCELLED));
+    drop(runtime);
 }
 
 // contract: NTF-023
