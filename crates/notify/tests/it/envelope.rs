@@ -236,3 +236,51 @@ fn a_version_1_reader_accepts_unknown_extra_fields() {
         envelope("invocation", "i1")
     );
 }
+
+// contract: NTF-005
+#[test]
+fn the_sink_never_holds_up_the_stores_caller() {
+    // The handler waits for a signal the test sends only once the store's
+    // transition has returned. Had the sink blocked the caller until the
+    // handlers finished, the signal would come after the deadline and the
+    // handler would time out instead of succeeding.
+    let runtime = multi_thread();
+    let (_dir, mut store) = store();
+    let registry = Arc::new(Registry::new(std::time::Duration::from_secs(2)));
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let rx = std::sync::Mutex::new(rx);
+    registry.register(Registration::new(
+        "waits_for_the_caller",
+        Handler::blocking(move |_| {
+            rx.lock()
+                .expect("rx")
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .map_err(|e| e.to_string().into())
+        }),
+    ));
+    let notifier = Arc::new(TerminalNotifier::new(
+        Arc::clone(&registry),
+        runtime.handle().clone(),
+    ));
+    store.add_terminal_sink(notifier.clone() as Arc<dyn TerminalSink>);
+    create(&store, "session", "s9", "running", "run.started.ok");
+    let complete = TransitionCommand::new(
+        "session",
+        "s9",
+        "failed",
+        Reason::new("run.failed.exit_nonzero"),
+        actor(),
+    );
+    assert_eq!(
+        store.transition(&complete).expect("t").result,
+        OutcomeKind::Applied
+    );
+    tx.send(()).expect("the handler is waiting");
+    let reports = runtime.block_on(notifier.flush());
+    assert_eq!(reports.len(), 1);
+    assert_eq!(
+        reports[0].succeeded,
+        ["waits_for_the_caller"],
+        "{reports:?}"
+    );
+}
