@@ -32,4 +32,19 @@ pub enum Error {
     /// An `add_dir` entry that cannot be granted.
     #[error("add_dir entry {0:?} is not a usable directory path")]
     InvalidAddDir(PathBuf),
+    /// `session_id` is not a UUID (Claude Code takes nothing else).
+    #[error("session_id {0:?} is not a uuid (claude code's --session-id takes only a uuid)")]
+    SessionIdNotUuid(String),
+    /// Two flags Claude Code refuses together.
+    #[error("{first} and {second} cannot be used together")]
+    ExclusiveFlags {
+        /// The first flag.
+        first: &'static str,
+        /// The flag it excludes.
+        second: &'static str,
+    },
+    /// `session_id` with `resume` or `continue_conversation` but no
+    /// `fork_session`.
+    #[error("session_id with resume or continue_conversation needs fork_session")]
+    SessionIdNeedsFork,
 }

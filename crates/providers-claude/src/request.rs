@@ -3,10 +3,10 @@
 use std::path::{Component, Path, PathBuf};
 
 use providers_core::{
-    AgentRequest, ChildEnv, CliCall, CliFields, FlagKind, FlagSpec, FlagValue, Kwargs, McpServers,
-    OnSpawn, build_declarative_cli_args,
+    AgentRequest, ChildEnv, CliCall, CliFields, Effort, FlagKind, FlagSpec, FlagValue, Kwargs,
+    McpServers, OnSpawn, build_declarative_cli_args, clamp_claude_effort,
 };
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::error::Error;
@@ -19,6 +19,7 @@ pub const MCP_CONFIG_FILE: &str = "lionrt-mcp.json";
 pub const CLAUDE_FLAGS: &[FlagSpec] = &[
     FlagSpec::new("model", "--model", FlagKind::Value),
     FlagSpec::new("fallback_model", "--fallback-model", FlagKind::Value),
+    FlagSpec::new("effort", "--effort", FlagKind::Value),
     FlagSpec::new("permission_mode", "--permission-mode", FlagKind::Value),
     FlagSpec::new("max_turns", "--max-turns", FlagKind::Value),
     FlagSpec::new("system_prompt", "--system-prompt", FlagKind::Value),
@@ -81,6 +82,10 @@ pub struct ClaudeCodeRequest {
     pub model: Option<String>,
     /// `--fallback-model`.
     pub fallback_model: Option<String>,
+    /// `--effort`, clamped onto the CLI's `low|medium|high|xhigh|max`
+    /// ([`clamp_claude_effort`]).
+    #[serde(serialize_with = "effort_name")]
+    pub effort: Option<Effort>,
     /// `--permission-mode`.
     pub permission_mode: Option<String>,
     /// `--max-turns`.
@@ -128,7 +133,8 @@ pub struct ClaudeCodeRequest {
     pub continue_conversation: bool,
     /// `--fork-session`.
     pub fork_session: bool,
-    /// `--session-id`.
+    /// `--session-id`: must be a UUID (Claude Code refuses anything else),
+    /// and with `resume`/`continue_conversation` needs `fork_session`.
     pub session_id: Option<String>,
     /// `--include-partial-messages`.
     pub include_partial_messages: bool,
@@ -143,6 +149,14 @@ pub struct ClaudeCodeRequest {
     /// Never serialised; rendered opaquely.
     #[serde(skip)]
     pub on_spawn: Option<OnSpawn>,
+}
+
+/// An effort serialises as its level name (`"high"`).
+fn effort_name<S: Serializer>(effort: &Option<Effort>, s: S) -> Result<S::Ok, S::Error> {
+    match effort {
+        Some(e) => s.collect_str(e),
+        None => s.serialize_none(),
+    }
 }
 
 fn path_value(p: &Option<PathBuf>) -> Option<FlagValue> {
@@ -197,6 +211,9 @@ impl CliFields for ClaudeCodeRequest {
         match field {
             "model" => str_value(&self.model),
             "fallback_model" => str_value(&self.fallback_model),
+            "effort" => self
+                .effort
+                .map(|e| FlagValue::Str(clamp_claude_effort(e).as_str().to_owned())),
             "permission_mode" => str_value(&self.permission_mode),
             "max_turns" => self.max_turns.map(|n| FlagValue::Str(n.to_string())),
             "system_prompt" => str_value(&self.system_prompt),
@@ -279,6 +296,7 @@ impl ClaudeCodeRequest {
             workspace: req.workspace.clone(),
             model: req.model.clone(),
             fallback_model: k.string("fallback_model")?,
+            effort: req.effort,
             permission_mode: k.string("permission_mode")?,
             max_turns: k.u64("max_turns")?,
             system_prompt: k.string("system_prompt")?,
@@ -325,9 +343,43 @@ impl ClaudeCodeRequest {
     /// the workspace, and `add_dir` separately: `add_dir` is a read-only
     /// grant where an absolute path is intentional, so write-target
     /// containment never applies to it.
+    ///
+    /// It also refuses, before anything is spawned, the combinations
+    /// Claude Code 2.1.x rejects after parsing: a `session_id` that is not a
+    /// UUID, `system_prompt` with `system_prompt_file` (and the `append_`
+    /// pair), and `session_id` with `resume`/`continue_conversation`
+    /// without `fork_session`.
     pub fn validate(&self) -> Result<(), Error> {
         if self.prompt.trim().is_empty() {
             return Err(Error::EmptyPrompt);
+        }
+        if let Some(id) = &self.session_id
+            && !is_uuid(id)
+        {
+            return Err(Error::SessionIdNotUuid(id.clone()));
+        }
+        let pairs = [
+            (
+                self.system_prompt.is_some() && self.system_prompt_file.is_some(),
+                "--system-prompt",
+                "--system-prompt-file",
+            ),
+            (
+                self.append_system_prompt.is_some() && self.append_system_prompt_file.is_some(),
+                "--append-system-prompt",
+                "--append-system-prompt-file",
+            ),
+        ];
+        for (both, first, second) in pairs {
+            if both {
+                return Err(Error::ExclusiveFlags { first, second });
+            }
+        }
+        if self.session_id.is_some()
+            && (self.resume.is_some() || self.continue_conversation)
+            && !self.fork_session
+        {
+            return Err(Error::SessionIdNeedsFork);
         }
         if let Some(p) = &self.mcp_config
             && p.is_absolute()
@@ -359,6 +411,17 @@ impl ClaudeCodeRequest {
         }
         Ok(())
     }
+}
+
+/// Whether `s` is a UUID in its hyphenated form (8-4-4-4-12 hex digits,
+/// either case), the only form `--session-id` takes.
+fn is_uuid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Whether `path` (relative to `root` unless absolute) stays inside `root`,

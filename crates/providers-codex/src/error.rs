@@ -13,6 +13,23 @@ pub enum Error {
     /// A resume id that could be read as a flag.
     #[error("resume id is empty or starts with '-'")]
     BadResumeId,
+    /// A flag the current codex CLI no longer has.
+    #[error("codex no longer accepts {flag}; use {instead}")]
+    RemovedFlag {
+        /// The removed flag.
+        flag: &'static str,
+        /// What to ask for instead.
+        instead: &'static str,
+    },
+    /// The request's env names a `CODEX_HOME` other than the directory the
+    /// MCP profile is written to, so codex would never read the profile.
+    #[error("mcp profile dir {profile_dir:?} is not the child's CODEX_HOME {codex_home:?}")]
+    ProfileDirNotCodexHome {
+        /// Where the profile would be written.
+        profile_dir: std::path::PathBuf,
+        /// The `CODEX_HOME` the child would use.
+        codex_home: String,
+    },
     /// MCP env/headers need an owner-only profile file, but no directory
     /// to write it in was given.
     #[error("mcp server env or headers need mcp_profile_dir")]

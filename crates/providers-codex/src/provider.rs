@@ -2,17 +2,32 @@
 
 use std::path::PathBuf;
 
+use std::hash::BuildHasher as _;
+
 use providers_core::{
     AgentRequest, CliFields, Invocation, PrivateFile, Provider, Stdin, clamp_codex_effort,
-    codex_mcp_overrides,
+    codex_mcp_overrides, codex_profile_file_name,
 };
 
 use crate::error::Error;
 use crate::parser::CodexParser;
 use crate::request::CodexRequest;
 
-/// The profile name the forwarded MCP env/headers are written under.
+/// The prefix of the profile name the forwarded MCP env/headers are
+/// written under: the name is `lionrt-mcp-<16 hex>`, the suffix keyed at
+/// random per call, so two legs sharing a `CODEX_HOME` never read each
+/// other's secrets and the name says nothing about the contents.
 pub const MCP_PROFILE: &str = "lionrt-mcp";
+
+/// The environment variable naming codex's home.
+const CODEX_HOME: &str = "CODEX_HOME";
+
+/// A fresh profile name: [`MCP_PROFILE`] plus a suffix from a randomly
+/// keyed SipHash (std's `RandomState`) of the contents.
+fn profile_name(contents: &str) -> String {
+    let suffix = std::collections::hash_map::RandomState::new().hash_one(contents);
+    format!("{MCP_PROFILE}-{suffix:016x}")
+}
 
 /// Drives `codex exec --json`.
 #[derive(Debug, Clone)]
@@ -32,8 +47,10 @@ impl Default for CodexProvider {
 impl CodexProvider {
     /// The invocation for a typed request.
     ///
-    /// argv: program, `exec --json`, metadata flags, the clamped effort as
-    /// `-c model_reasoning_effort=...`, the MCP overrides, `-C <workspace>`,
+    /// argv: program, `exec --json`, metadata flags (images joined as
+    /// `--image=FILE`), the clamped effort as `-c model_reasoning_effort=...`,
+    /// the MCP overrides (secrets in `$CODEX_HOME/<profile>.config.toml`,
+    /// `--profile <profile>`), `-C <workspace>`,
     /// `resume <id>` when resuming, then `--` and the prompt. The cwd is
     /// never set: `-C` already names the workspace, and a cwd as well would
     /// make codex resolve a relative `-C repo` to `repo/repo`. The
@@ -59,21 +76,45 @@ impl CodexProvider {
             argv.push(format!("model_reasoning_effort=\"{level}\""));
         }
         let mut files = Vec::new();
+        let mut env = req
+            .env
+            .as_ref()
+            .map(|e| e.vars().clone())
+            .unwrap_or_default();
         if let Some(servers) = &req.mcp_servers {
-            let plan = codex_mcp_overrides(
+            let mut plan = codex_mcp_overrides(
                 servers.as_map(),
                 req.mcp_exclusive,
                 &req.configured_mcp_servers,
                 MCP_PROFILE,
             )?;
-            argv.extend(plan.args);
-            if let Some(toml) = plan.profile_toml {
+            if let Some(toml) = plan.profile_toml.take() {
                 let dir = req.mcp_profile_dir.as_ref().ok_or(Error::NoProfileDir)?;
+                // Codex reads the profile only from its own home: a child
+                // told to look elsewhere would silently run without the
+                // secrets, so that is refused, and the home is pinned.
+                match env.get(CODEX_HOME) {
+                    Some(home) if std::path::Path::new(home) != dir.as_path() => {
+                        return Err(Error::ProfileDirNotCodexHome {
+                            profile_dir: dir.clone(),
+                            codex_home: home.clone(),
+                        });
+                    }
+                    _ => {
+                        env.insert(CODEX_HOME.into(), dir.to_string_lossy().into_owned());
+                    }
+                }
+                let name = profile_name(&toml);
+                if let Some(last) = plan.args.last_mut() {
+                    // `codex_mcp_overrides` ends with `--profile NAME`.
+                    last.clone_from(&name);
+                }
                 files.push(PrivateFile {
-                    path: dir.join(format!("{MCP_PROFILE}.toml")),
+                    path: dir.join(codex_profile_file_name(&name)),
                     contents: toml,
                 });
             }
+            argv.extend(plan.args);
         }
         if let Some(ws) = &req.workspace {
             argv.push("-C".into());
@@ -92,11 +133,7 @@ impl CodexProvider {
             argv,
             cwd: None,
             stdin: Stdin::Null,
-            env: req
-                .env
-                .as_ref()
-                .map(|e| e.vars().clone())
-                .unwrap_or_default(),
+            env,
             files,
         })
     }

@@ -14,7 +14,6 @@ use crate::error::Error;
 pub const CODEX_FLAGS: &[FlagSpec] = &[
     FlagSpec::new("model", "--model", FlagKind::Value),
     FlagSpec::new("sandbox", "--sandbox", FlagKind::Value),
-    FlagSpec::new("full_auto", "--full-auto", FlagKind::Bool),
     FlagSpec::new(
         "dangerously_bypass_approvals_and_sandbox",
         "--dangerously-bypass-approvals-and-sandbox",
@@ -26,7 +25,9 @@ pub const CODEX_FLAGS: &[FlagSpec] = &[
         FlagKind::Bool,
     ),
     FlagSpec::new("output_schema", "--output-schema", FlagKind::Value),
-    FlagSpec::new("images", "--image", FlagKind::Repeat),
+    // `-i/--image FILE...` takes several values: joined (`--image=FILE`)
+    // it never swallows a following `resume ID` or other positional.
+    FlagSpec::new("images", "--image", FlagKind::RepeatJoined),
     FlagSpec::new("add_dir", "--add-dir", FlagKind::Repeat),
     FlagSpec::new("config", "-c", FlagKind::Repeat),
 ];
@@ -52,15 +53,14 @@ pub struct CodexRequest {
     pub effort: Option<Effort>,
     /// `--sandbox read-only|workspace-write|danger-full-access`.
     pub sandbox: Option<String>,
-    /// `--full-auto`.
-    pub full_auto: bool,
     /// `--dangerously-bypass-approvals-and-sandbox`.
     pub dangerously_bypass_approvals_and_sandbox: bool,
     /// `--skip-git-repo-check`.
     pub skip_git_repo_check: bool,
     /// `--output-schema <file>`.
     pub output_schema: Option<String>,
-    /// `--image`, once per file.
+    /// `--image=FILE`, once per file (joined, so nothing after it is read
+    /// as another image).
     pub images: Vec<String>,
     /// `--add-dir`, once per directory.
     pub add_dir: Vec<String>,
@@ -77,7 +77,11 @@ pub struct CodexRequest {
     /// Servers codex's own config would load (disabled by name when
     /// `mcp_exclusive`).
     pub configured_mcp_servers: Vec<String>,
-    /// Where the owner-only MCP profile file is written.
+    /// Codex's home for the child (`$CODEX_HOME`, usually `~/.codex`):
+    /// codex 0.171 reads `--profile NAME` only from
+    /// `$CODEX_HOME/NAME.config.toml`, so the owner-only MCP profile is
+    /// written there and the child's `CODEX_HOME` is set to this directory
+    /// (a request env naming another `CODEX_HOME` is refused).
     pub mcp_profile_dir: Option<PathBuf>,
     /// Runtime-only: variables added to the child's environment
     /// ([`Invocation::env`](providers_core::Invocation::env)). Never
@@ -108,7 +112,6 @@ impl CliFields for CodexRequest {
         match field {
             "model" => self.model.clone().map(FlagValue::Str),
             "sandbox" => self.sandbox.clone().map(FlagValue::Str),
-            "full_auto" => Some(FlagValue::Bool(self.full_auto)),
             "dangerously_bypass_approvals_and_sandbox" => Some(FlagValue::Bool(
                 self.dangerously_bypass_approvals_and_sandbox,
             )),
@@ -124,16 +127,22 @@ impl CliFields for CodexRequest {
 
 impl CodexRequest {
     /// Builds the request from a provider-neutral one; every kwarg must be
-    /// known.
+    /// known. `full_auto: true` is refused with [`Error::RemovedFlag`]:
+    /// codex 0.171 rejects `--full-auto` ("unexpected argument").
     pub fn from_agent_request(req: &AgentRequest) -> Result<Self, Error> {
         let k = Kwargs::new(&req.kwargs);
+        if k.bool("full_auto")? == Some(true) {
+            return Err(Error::RemovedFlag {
+                flag: "--full-auto",
+                instead: "sandbox = \"workspace-write\"",
+            });
+        }
         let out = Self {
             prompt: req.prompt.clone(),
             workspace: req.workspace.clone(),
             model: req.model.clone(),
             effort: req.effort,
             sandbox: k.string("sandbox")?,
-            full_auto: k.bool("full_auto")?.unwrap_or(false),
             dangerously_bypass_approvals_and_sandbox: k
                 .bool("dangerously_bypass_approvals_and_sandbox")?
                 .unwrap_or(false),

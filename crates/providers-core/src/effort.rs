@@ -127,6 +127,13 @@ pub fn clamp_codex_effort(model: &str, effort: Effort) -> Effort {
     }
 }
 
+/// The level Claude Code's `--effort` gets for `effort`: the CLI takes
+/// `low|medium|high|xhigh|max` (2.1.x), so `none` and `minimal` rise to
+/// `low` and `ultra` falls to `max`; the rest pass as they are.
+pub fn clamp_claude_effort(effort: Effort) -> Effort {
+    effort.clamp(Effort::Low, Effort::Max)
+}
+
 /// Strips one `provider/` prefix.
 pub fn strip_provider(model: &str) -> &str {
     model.rsplit_once('/').map_or(model, |(_, m)| m)

@@ -23,6 +23,11 @@ pub enum FlagKind {
     JsonValue,
     /// The flag repeated once per item: `--flag a --flag b`.
     Repeat,
+    /// The flag joined to each item with `=`, once per item:
+    /// `--flag=a --flag=b`. For a flag that takes several values (codex's
+    /// `-i/--image FILE...`), the separate form would read whatever follows
+    /// as more values; the joined form gives each occurrence exactly one.
+    RepeatJoined,
 }
 
 impl FlagKind {
@@ -35,6 +40,7 @@ impl FlagKind {
             Self::ListArgs => "list_args",
             Self::JsonValue => "json_value",
             Self::Repeat => "repeat",
+            Self::RepeatJoined => "repeat_joined",
         }
     }
 }
@@ -167,6 +173,13 @@ fn push_flag(argv: &mut Vec<String>, spec: &FlagSpec, value: FlagValue) -> Resul
                 argv.push(item);
             }
         }
+        (FlagKind::RepeatJoined, FlagValue::List(items)) => {
+            argv.extend(
+                items
+                    .into_iter()
+                    .map(|item| format!("{}={item}", spec.flag)),
+            );
+        }
         (FlagKind::JsonValue, FlagValue::Json(v)) if v.is_object() || v.is_array() => {
             argv.push(spec.flag.to_owned());
             argv.push(v.to_string());
@@ -200,9 +213,26 @@ pub fn parse_declarative_cli_args(
             }
         })
     };
+    let joined = |arg: &str| {
+        specs.iter().find_map(|s| {
+            let rest = arg.strip_prefix(s.flag)?.strip_prefix('=')?;
+            (s.kind == FlagKind::RepeatJoined).then(|| (s, rest.to_owned()))
+        })
+    };
     let mut i = 0;
     while i < argv.len() {
         let arg = &argv[i];
+        if let Some((spec, item)) = joined(arg) {
+            i += 1;
+            match out
+                .entry(spec.field)
+                .or_insert_with(|| FlagValue::List(Vec::new()))
+            {
+                FlagValue::List(items) => items.push(item),
+                other => *other = FlagValue::List(vec![item]),
+            }
+            continue;
+        }
         let (spec, positive) = find(arg).ok_or_else(|| Error::UnknownFlag(arg.clone()))?;
         i += 1;
         let take = |i: usize| {
@@ -228,6 +258,10 @@ pub fn parse_declarative_cli_args(
                     i += 1;
                 }
                 out.insert(spec.field, FlagValue::List(items));
+            }
+            // Only ever written joined; a bare occurrence has no value.
+            FlagKind::RepeatJoined => {
+                return Err(Error::MissingFlagValue(spec.flag.to_owned()));
             }
             FlagKind::Repeat => {
                 let item = take(i)?;

@@ -80,8 +80,8 @@ mod seam;
 
 pub use body::{BodyFactory, BodySource, ReadSeek, replayable_body};
 pub use effort::{
-    AgyTier, Effort, clamp_agy_effort, clamp_codex_effort, codex_effort_ceiling, normalize_effort,
-    strip_provider,
+    AgyTier, Effort, clamp_agy_effort, clamp_claude_effort, clamp_codex_effort,
+    codex_effort_ceiling, normalize_effort, strip_provider,
 };
 pub use endpoint::{
     ChildEnv, CliCall, ConfigFields, Endpoint, EndpointConfig, KwargValue, OnSpawn,
@@ -97,7 +97,7 @@ pub use kwargs::Kwargs;
 pub use mcp::{
     CODEX_SECRET_FIELDS, CodexMcpPlan, ForwardedMcp, MCP_EXCLUSIVE_KEY, MCP_SECRET_FIELDS,
     MCP_SERVERS_KEY, McpServers, REDACTED, STRICT_MCP_CONFIG_KEY, apply_forwarded_mcp_servers,
-    codex_mcp_overrides, provider_accepts_forwarded_mcp,
+    codex_mcp_overrides, codex_profile_file_name, provider_accepts_forwarded_mcp,
 };
 pub use model::{
     CallGuard, CircuitBreaker, Close, DEFAULT_RATE_LIMIT, Executor, Model, ModelManager,

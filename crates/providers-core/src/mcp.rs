@@ -195,6 +195,11 @@ pub fn apply_forwarded_mcp_servers(
 
 /// The Codex form of a server set: `-c` overrides for argv and, when any
 /// server carries `env` or `http_headers`, a TOML profile holding them.
+///
+/// The profile is the file codex reads for `--profile NAME`:
+/// `$CODEX_HOME/NAME.config.toml` ([`codex_profile_file_name`]), layered on
+/// the base config, with the servers as top-level `[mcp_servers.X.env]` /
+/// `[mcp_servers.X.http_headers]` tables.
 #[derive(Clone, PartialEq, Eq, Default)]
 pub struct CodexMcpPlan {
     /// argv elements: `-c`, `mcp_servers.<name>.<field>=<toml>`, ...
@@ -210,6 +215,12 @@ impl std::fmt::Debug for CodexMcpPlan {
             .field("profile_toml", &self.profile_toml.as_ref().map(|t| t.len()))
             .finish()
     }
+}
+
+/// The file name codex 0.171 reads for `--profile NAME` inside
+/// `$CODEX_HOME`: `NAME.config.toml`.
+pub fn codex_profile_file_name(profile: &str) -> String {
+    format!("{profile}.config.toml")
 }
 
 /// Fields whose values may be secrets: they go to the profile file, never
@@ -266,10 +277,11 @@ pub fn codex_mcp_overrides(
                 if entries.is_empty() {
                     continue;
                 }
-                let _ = writeln!(
-                    profile_toml,
-                    "[profiles.{profile}.mcp_servers.{name}.{field}]"
-                );
+                // Codex 0.171 layers `$CODEX_HOME/<profile>.config.toml` on
+                // its base config, where servers are top-level tables; a
+                // `[profiles.X]` table there is ignored (and an error in
+                // config.toml), so the secrets would never arrive.
+                let _ = writeln!(profile_toml, "[mcp_servers.{name}.{field}]");
                 for (k, v) in entries {
                     let Value::String(s) = v else {
                         return Err(bad());

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use providers_claude::{CLAUDE_FLAGS, ClaudeCodeRequest, ClaudeProvider, Error};
 use providers_core::{
-    AgentRequest, CliFields, FlagKind, FlagValue, ForwardedMcp, Provider, Stdin,
+    AgentRequest, CliFields, Effort, FlagKind, FlagValue, ForwardedMcp, Provider, Stdin,
     apply_forwarded_mcp_servers, parse_declarative_cli_args,
 };
 use serde_json::{Map, json};
@@ -75,6 +75,7 @@ fn full() -> ClaudeCodeRequest {
     ClaudeCodeRequest {
         model: Some("m".into()),
         fallback_model: Some("f".into()),
+        effort: Some(Effort::High),
         permission_mode: Some("plan".into()),
         max_turns: Some(3),
         system_prompt: Some("s".into()),
@@ -94,7 +95,7 @@ fn full() -> ClaudeCodeRequest {
         resume: Some("r".into()),
         continue_conversation: true,
         fork_session: true,
-        session_id: Some("sid".into()),
+        session_id: Some("0b7e6d2c-3f1a-4c55-9e8d-1a2b3c4d5e6f".into()),
         include_partial_messages: true,
         dangerously_skip_permissions: true,
         ..req()
@@ -119,7 +120,7 @@ fn argv_is_driven_by_metadata_only() {
         );
         from_metadata.extend(alone);
     }
-    assert_eq!(full.cli_args().unwrap().len(), 45);
+    assert_eq!(full.cli_args().unwrap().len(), 47);
     // The request's args are exactly what its metadata builds, field by
     // field: nothing is emitted outside the metadata.
     assert_eq!(full.cli_args().unwrap(), from_metadata);
@@ -375,4 +376,125 @@ fn prompt_with_leading_dash_stays_a_prompt() {
     };
     let a = argv(&r);
     assert_eq!(&a[a.len() - 2..], ["--", "--help me"]);
+}
+
+const UUID: &str = "0b7e6d2c-3f1a-4c55-9e8d-1a2b3c4d5e6f";
+
+#[test]
+fn effort_reaches_claude_clamped_to_its_levels() {
+    // Claude Code 2.1.x has `--effort low|medium|high|xhigh|max`.
+    let mut agent = AgentRequest::new("p");
+    for (effort, expect) in [
+        (Effort::None, "low"),
+        (Effort::Minimal, "low"),
+        (Effort::Low, "low"),
+        (Effort::Medium, "medium"),
+        (Effort::High, "high"),
+        (Effort::XHigh, "xhigh"),
+        (Effort::Max, "max"),
+        (Effort::Ultra, "max"),
+    ] {
+        agent.effort = Some(effort);
+        let a = ClaudeProvider::default().invocation(&agent).unwrap().argv;
+        let i = a.iter().position(|x| x == "--effort").expect("--effort");
+        assert_eq!(a[i + 1], expect, "{effort}");
+    }
+    agent.effort = None;
+    let a = ClaudeProvider::default().invocation(&agent).unwrap().argv;
+    assert!(!a.contains(&"--effort".to_owned()));
+}
+
+#[test]
+fn session_id_must_be_a_uuid() {
+    for bad in [
+        "sid",
+        "",
+        "0b7e6d2c3f1a4c559e8d1a2b3c4d5e6f",
+        "0b7e6d2c-3f1a-4c55-9e8d-1a2b3c4d5e6g",
+        "-0b7e6d2-3f1a-4c55-9e8d-1a2b3c4d5e6f",
+    ] {
+        let r = ClaudeCodeRequest {
+            session_id: Some(bad.into()),
+            ..req()
+        };
+        assert!(
+            matches!(ClaudeProvider::default().invocation_for(&r), Err(Error::SessionIdNotUuid(s)) if s == bad),
+            "{bad:?}"
+        );
+    }
+    for good in [UUID, "0B7E6D2C-3F1A-4C55-9E8D-1A2B3C4D5E6F"] {
+        let r = ClaudeCodeRequest {
+            session_id: Some(good.into()),
+            ..req()
+        };
+        let a = argv(&r);
+        assert!(a.windows(2).any(|w| w == ["--session-id", good]), "{a:?}");
+    }
+}
+
+#[test]
+fn prompt_and_prompt_file_pairs_are_refused_together() {
+    let both = ClaudeCodeRequest {
+        system_prompt: Some("s".into()),
+        system_prompt_file: Some("sys.md".into()),
+        ..req()
+    };
+    assert!(matches!(
+        both.validate(),
+        Err(Error::ExclusiveFlags {
+            first: "--system-prompt",
+            second: "--system-prompt-file"
+        })
+    ));
+    let append = ClaudeCodeRequest {
+        append_system_prompt: Some("a".into()),
+        append_system_prompt_file: Some("app.md".into()),
+        ..req()
+    };
+    assert!(matches!(
+        append.validate(),
+        Err(Error::ExclusiveFlags {
+            first: "--append-system-prompt",
+            second: "--append-system-prompt-file"
+        })
+    ));
+    // One of each pair is fine, and so is a prompt with an append file.
+    let mixed = ClaudeCodeRequest {
+        system_prompt: Some("s".into()),
+        append_system_prompt_file: Some("app.md".into()),
+        ..req()
+    };
+    assert!(mixed.validate().is_ok());
+}
+
+#[test]
+fn session_id_with_resume_or_continue_needs_fork_session() {
+    let resume = ClaudeCodeRequest {
+        session_id: Some(UUID.into()),
+        resume: Some("prev".into()),
+        ..req()
+    };
+    assert!(matches!(resume.validate(), Err(Error::SessionIdNeedsFork)));
+    let cont = ClaudeCodeRequest {
+        session_id: Some(UUID.into()),
+        continue_conversation: true,
+        ..req()
+    };
+    assert!(matches!(cont.validate(), Err(Error::SessionIdNeedsFork)));
+    for ok in [
+        ClaudeCodeRequest {
+            fork_session: true,
+            ..resume
+        },
+        ClaudeCodeRequest {
+            fork_session: true,
+            ..cont
+        },
+        ClaudeCodeRequest {
+            session_id: Some(UUID.into()),
+            ..req()
+        },
+    ] {
+        assert!(ok.validate().is_ok(), "{ok:?}");
+    }
 }

@@ -138,8 +138,24 @@ fn mcp_env_and_headers_go_to_an_owner_only_profile_never_argv() {
         inv.argv
             .contains(&r#"mcp_servers.docs.url="https://mcp.example""#.to_owned())
     );
-    assert!(inv.argv.windows(2).any(|w| w == ["--profile", MCP_PROFILE]));
+    let i = inv
+        .argv
+        .iter()
+        .position(|a| a == "--profile")
+        .expect("--profile");
+    let profile = &inv.argv[i + 1];
+    assert!(profile.starts_with(&format!("{MCP_PROFILE}-")), "{profile}");
     assert_eq!(inv.files.len(), 1);
+    // Codex 0.171 reads `--profile NAME` from `$CODEX_HOME/NAME.config.toml`,
+    // with top-level server tables, and the child's home is pinned there.
+    assert_eq!(
+        inv.files[0].path,
+        dir.path().join(format!("{profile}.config.toml"))
+    );
+    assert_eq!(
+        inv.env.get("CODEX_HOME").map(String::as_str),
+        Some(&*dir.path().to_string_lossy())
+    );
     inv.files[0].write_owner_only().unwrap();
     #[cfg(unix)]
     {
@@ -152,7 +168,8 @@ fn mcp_env_and_headers_go_to_an_owner_only_profile_never_argv() {
         assert_eq!(mode, 0o600);
     }
     let written = std::fs::read_to_string(&inv.files[0].path).unwrap();
-    assert!(written.contains("GITHUB_TOKEN = \"ghp_TOPSECRET\""));
+    assert!(written.contains("[mcp_servers.github.env]\nGITHUB_TOKEN = \"ghp_TOPSECRET\""));
+    assert!(!written.contains("[profiles."), "{written}");
     assert!(written.contains("Authorization = \"Bearer HDRSECRET\""));
 
     // Without a directory for the profile, refused rather than leaked.
@@ -238,4 +255,82 @@ fn unknown_kwargs_are_refused() {
         CodexProvider::default().invocation(&agent(" ")),
         Err(Error::EmptyPrompt)
     ));
+}
+
+#[test]
+fn full_auto_is_refused_as_a_removed_flag() {
+    // codex 0.171: "unexpected argument '--full-auto' found".
+    let mut a = agent("p");
+    a.kwargs.insert("full_auto".into(), json!(true));
+    let err = CodexProvider::default().invocation(&a).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::RemovedFlag {
+                flag: "--full-auto",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("workspace-write"), "{err}");
+    a.kwargs.insert("full_auto".into(), json!(false));
+    let argv = CodexProvider::default().invocation(&a).unwrap().argv;
+    assert!(!argv.iter().any(|x| x.contains("full-auto")), "{argv:?}");
+}
+
+#[test]
+fn images_never_swallow_the_resume_subcommand() {
+    // codex's `-i/--image FILE...` reads every following non-flag as
+    // another image: `--image a.png resume ID` would lose the resume.
+    let mut a = agent("look");
+    a.workspace = None;
+    a.resume = Some("0199-abc".into());
+    a.kwargs = json!({"images": ["a.png", "b.png"]})
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let argv = CodexProvider::default().invocation(&a).unwrap().argv;
+    assert_eq!(
+        argv,
+        [
+            "codex",
+            "exec",
+            "--json",
+            "--image=a.png",
+            "--image=b.png",
+            "resume",
+            "0199-abc",
+            "--",
+            "look"
+        ]
+    );
+    assert!(!argv.contains(&"--image".to_owned()));
+}
+
+#[test]
+fn a_profile_outside_the_childs_codex_home_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = agent("p");
+    apply_forwarded_mcp_servers("codex", &mut a.kwargs, &forwarded(false));
+    a.kwargs.insert(
+        "mcp_profile_dir".into(),
+        json!(dir.path().to_string_lossy()),
+    );
+    let mut req = CodexRequest::from_agent_request(&a).unwrap();
+    req.env = Some(providers_core::ChildEnv::new(
+        [("CODEX_HOME".to_owned(), "/elsewhere".to_owned())].into(),
+    ));
+    let err = CodexProvider::default().invocation_for(&req).unwrap_err();
+    assert!(matches!(err, Error::ProfileDirNotCodexHome { .. }), "{err}");
+    assert!(!format!("{err} {err:?}").contains("SECRET"));
+    // The same home is accepted.
+    req.env = Some(providers_core::ChildEnv::new(
+        [(
+            "CODEX_HOME".to_owned(),
+            dir.path().to_string_lossy().into_owned(),
+        )]
+        .into(),
+    ));
+    assert!(CodexProvider::default().invocation_for(&req).is_ok());
 }

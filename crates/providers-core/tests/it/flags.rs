@@ -22,6 +22,7 @@ const SPECS: &[FlagSpec] = &[
     FlagSpec::new("add_dir", "--add-dir", FlagKind::ListArgs),
     FlagSpec::new("config", "--config-json", FlagKind::JsonValue),
     FlagSpec::new("tool", "--tool", FlagKind::Repeat),
+    FlagSpec::new("image", "--image", FlagKind::RepeatJoined),
 ];
 
 fn build(values: &[(&str, FlagValue)]) -> Result<Vec<String>, Error> {
@@ -92,6 +93,29 @@ fn repeat_kind_repeats_the_flag() {
         FlagValue::List(vec!["Bash".into(), "Read".into()]),
         &["--tool", "Bash", "--tool", "Read"],
     );
+}
+
+#[test]
+fn repeat_joined_kind_gives_each_occurrence_one_value() {
+    // A multi-value flag (codex's `-i/--image FILE...`) in its separate
+    // form reads whatever follows as more values; joined, nothing is.
+    roundtrip(
+        "image",
+        FlagValue::List(vec!["a.png".into(), "b c.png".into()]),
+        &["--image=a.png", "--image=b c.png"],
+    );
+    let argv = build(&[
+        ("image", FlagValue::List(vec!["a.png".into()])),
+        ("model", FlagValue::Str("m".into())),
+    ])
+    .unwrap();
+    assert!(argv.iter().all(|a| a != "--image"), "{argv:?}");
+    assert!(build(&[("image", FlagValue::Str("a.png".into()))]).is_err());
+    // A bare occurrence has no value to read.
+    assert!(matches!(
+        parse_declarative_cli_args(SPECS, &["--image".to_owned(), "x".to_owned()]),
+        Err(Error::MissingFlagValue(_))
+    ));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use providers_core::{
     ForwardedMcp, McpServers, REDACTED, apply_forwarded_mcp_servers, codex_mcp_overrides,
-    provider_accepts_forwarded_mcp,
+    codex_profile_file_name, provider_accepts_forwarded_mcp,
 };
 use serde_json::{Map, Value, json};
 
@@ -131,14 +131,14 @@ fn codex_secrets_go_to_the_profile_never_argv() {
         ]
     );
     let toml = plan.profile_toml.expect("profile written");
+    // Codex 0.171 reads `--profile NAME` from `$CODEX_HOME/NAME.config.toml`
+    // with top-level server tables; a `[profiles.X]` table is ignored there.
+    assert!(!toml.contains("[profiles."), "{toml}");
+    assert_eq!(codex_profile_file_name("lionrt"), "lionrt.config.toml");
+    assert!(toml.contains("[mcp_servers.github.env]\nGITHUB_TOKEN = \"ghp_SECRET_ENV\""));
     assert!(
-        toml.contains(
-            "[profiles.lionrt.mcp_servers.github.env]\nGITHUB_TOKEN = \"ghp_SECRET_ENV\""
-        )
+        toml.contains("[mcp_servers.remote.http_headers]\nAuthorization = \"Bearer SECRET_HDR\"")
     );
-    assert!(toml.contains(
-        "[profiles.lionrt.mcp_servers.remote.http_headers]\nAuthorization = \"Bearer SECRET_HDR\""
-    ));
 }
 
 #[test]
