@@ -20,6 +20,19 @@
 //! The store owns the SQL (`state_sqlite::mirror`): this crate parses
 //! transcripts and builds batches.
 //!
+//! Throughput (`cargo bench -p transcript-mirror --bench mirror_throughput`,
+//! a 2000-line Claude Code mix into a fresh file database, against a bare
+//! `serde_json::Value` parse of the same lines, ratio of interleaved
+//! medians): 0.37 to 0.40 on ext4 (virtio disk; WAL writes and checkpoint
+//! fsyncs included) and 0.39 to 0.57 on tmpfs, measured on 2 cores at a load
+//! average of about 5 (other builds running), so the 0.5 target is met only
+//! on the in-memory file system. Every message costs four B-tree inserts
+//! (the message row, its id and session indexes, the progression item) and
+//! every event one more (its uuid, for lineage).
+//!
+//! The fixtures (`fixtures/transcript-mirror`) are hand-written in the
+//! CLIs' public formats; recordings of the real CLIs belong to the e2e tier.
+//!
 #![doc = include_str!("../README.md")]
 //!
 //! Features: none.

@@ -203,3 +203,59 @@ fn a_second_pass_reads_only_what_was_appended() {
     let fresh = env.mirror().pass(SystemTime::now()).expect("pass");
     assert_eq!(fresh.stats.bytes, 0);
 }
+
+#[test]
+fn since_bounds_the_pass_by_modification_time_and_discovery_follows_the_layouts() {
+    let env = Env::new();
+    env.copy_fixtures();
+    // Make the first session's transcript two days old.
+    let old = std::fs::File::options()
+        .write(true)
+        .open(env.claude_file(S1))
+        .expect("open");
+    old.set_modified(SystemTime::now() - std::time::Duration::from_secs(2 * 86_400))
+        .expect("set mtime");
+    drop(old);
+    // Files outside the layouts are never read.
+    std::fs::write(env.claude_root().join("stray.jsonl"), "{}\n").expect("write");
+    std::fs::create_dir_all(
+        env.claude_root()
+            .join(crate::common::PROJECT_DIR)
+            .join("nested"),
+    )
+    .expect("mkdir");
+    std::fs::write(
+        env.claude_root()
+            .join(crate::common::PROJECT_DIR)
+            .join("nested/deep.jsonl"),
+        "{}\n",
+    )
+    .expect("write");
+    std::fs::write(env.codex_root().join("notes.jsonl"), "{}\n").expect("write");
+    let mut mirror = Mirror::new(
+        env.store.clone(),
+        transcript_mirror::MirrorConfig {
+            since: Some(transcript_mirror::parse_window("1d").expect("window")),
+            ..env.config()
+        },
+    );
+    let r = mirror.pass(SystemTime::now()).expect("pass");
+    assert_eq!(r.files_seen, 2, "{r:#?}");
+    let has = |id: &str| env.count(&format!("SELECT count(*) FROM sessions WHERE id = '{id}'"));
+    assert_eq!((has(S1), has(S2), has(CODEX)), (0, 1, 1));
+    for (text, secs) in [
+        ("90s", 90),
+        ("15m", 900),
+        ("12h", 43_200),
+        ("7d", 604_800),
+        ("2w", 1_209_600),
+    ] {
+        assert_eq!(
+            transcript_mirror::parse_window(text).expect(text).as_secs(),
+            secs
+        );
+    }
+    for bad in ["", "7", "d", "-1d", "1.5h", "7y", "99999999999999999999w"] {
+        assert!(transcript_mirror::parse_window(bad).is_err(), "{bad}");
+    }
+}
