@@ -132,9 +132,9 @@ pub fn discover(
         Source::Claude => {
             for project in read_dir(root)? {
                 if project.1.is_dir() {
-                    for (path, ft) in read_dir(&project.0)? {
+                    for (path, ft) in read_subdir(&project.0) {
                         if ft.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
-                            push_file(&mut out, path)?;
+                            push_file(&mut out, path);
                         }
                     }
                 }
@@ -142,18 +142,20 @@ pub fn discover(
         }
         // <root>/**/rollout-*.jsonl; symlinked directories are not followed.
         Source::Codex => {
-            let mut stack = vec![root.to_path_buf()];
+            let mut stack = read_dir(root)?;
+            stack.retain(|(_, ft)| ft.is_dir());
+            let mut stack: Vec<PathBuf> = stack.into_iter().map(|(p, _)| p).collect();
+            for (path, ft) in read_dir(root)? {
+                if ft.is_file() && is_rollout(&path) {
+                    push_file(&mut out, path);
+                }
+            }
             while let Some(dir) = stack.pop() {
-                for (path, ft) in read_dir(&dir)? {
+                for (path, ft) in read_subdir(&dir) {
                     if ft.is_dir() {
                         stack.push(path);
-                    } else if ft.is_file()
-                        && path.extension().is_some_and(|e| e == "jsonl")
-                        && path
-                            .file_name()
-                            .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"))
-                    {
-                        push_file(&mut out, path)?;
+                    } else if ft.is_file() && is_rollout(&path) {
+                        push_file(&mut out, path);
                     }
                 }
             }
@@ -161,6 +163,22 @@ pub fn discover(
     }
     out.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
     Ok(out)
+}
+
+fn is_rollout(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "jsonl")
+        && path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("rollout-"))
+}
+
+/// A directory below a root: one that cannot be read is skipped with a
+/// warning (the rest of the tree is still mirrored).
+fn read_subdir(dir: &Path) -> Vec<(PathBuf, std::fs::FileType)> {
+    read_dir(dir).unwrap_or_else(|e| {
+        tracing::warn!(dir = %dir.display(), error = %e, "transcript directory skipped");
+        Vec::new()
+    })
 }
 
 fn read_dir(dir: &Path) -> Result<Vec<(PathBuf, std::fs::FileType)>, MirrorError> {
@@ -180,15 +198,12 @@ fn read_dir(dir: &Path) -> Result<Vec<(PathBuf, std::fs::FileType)>, MirrorError
     Ok(out)
 }
 
-fn push_file(out: &mut Vec<(PathBuf, SystemTime, u64)>, path: PathBuf) -> Result<(), MirrorError> {
+fn push_file(out: &mut Vec<(PathBuf, SystemTime, u64)>, path: PathBuf) {
     match std::fs::metadata(&path) {
-        Ok(m) => {
-            out.push((path, m.modified().unwrap_or(UNIX_EPOCH), m.len()));
-            Ok(())
-        }
+        Ok(m) => out.push((path, m.modified().unwrap_or(UNIX_EPOCH), m.len())),
         // Removed between listing and stat: nothing to mirror.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(MirrorError::io(path, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(path = %path.display(), error = %e, "transcript skipped"),
     }
 }
 
