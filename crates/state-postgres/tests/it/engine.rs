@@ -279,3 +279,24 @@ fn lock_key_of(engine: &PgEngine) -> i64 {
         .expect("free")
         .key()
 }
+
+proptest::proptest! {
+    // The redaction holds whatever the password, in both string forms.
+    #[test]
+    fn no_password_survives_redaction(
+        pw in "[A-Za-z0-9%._~!$*+,;-]{1,24}",
+        spaced in "[A-Za-z0-9 !#$%&()*+,./:;<=>?@^_`{|}~-]{1,24}",
+        user in "[a-z]{1,8}",
+    ) {
+        let secret = format!("QZ{pw}");
+        let url = DbUrl::new(format!("postgres://{user}:{secret}@db.example:5432/lionrt?sslmode=disable"));
+        proptest::prop_assert!(!url.to_string().contains(&secret), "{}", url);
+        let debug = format!("{url:?}");
+        proptest::prop_assert!(!debug.contains(&secret), "{}", debug);
+        let quoted = format!("QZ{}", spaced.replace('\'', ""));
+        let kv = DbUrl::new(format!("host=/run/pg user={user} password='{quoted}' dbname=d"));
+        proptest::prop_assert!(!kv.to_string().contains(&quoted), "{}", kv);
+        let bare = DbUrl::new(format!("user={user} password={secret} host=/run/pg"));
+        proptest::prop_assert!(!bare.to_string().contains(&secret), "{}", bare);
+    }
+}
