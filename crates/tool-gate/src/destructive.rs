@@ -40,9 +40,13 @@ pub struct Finding {
 /// 'rm …'` all reach `rm`). A word anywhere counts, so `echo rm -rf /` is
 /// refused too: the guard over-matches rather than parse shell.
 ///
+/// Commas count as spaces, so a brace expansion (`{rm,-rf,/}`) reads as the
+/// command it expands to, and a backslash-newline continuation joins the
+/// words it splits.
+///
 /// Stated limit: this is a tripwire on command text, not a sandbox. A command
-/// assembled at run time (variables, `base64 -d | sh`, ANSI-C escapes) is not
-/// recognised. Arguments deeper than 64 levels or with more than 10,000 JSON
+/// assembled at run time (variables, aliases, functions, `base64 -d | sh`,
+/// ANSI-C escapes) is not recognised. Arguments deeper than 64 levels or with more than 10,000 JSON
 /// nodes are refused unread (fail closed).
 #[derive(Debug, Clone)]
 pub struct DestructiveGuard {
@@ -190,8 +194,9 @@ fn is_separator(c: char) -> bool {
     matches!(c, ';' | '&' | '|' | '(' | ')' | '{' | '}' | '<' | '>' | '`')
 }
 
-/// Quotes and backslashes removed, `$IFS` spaced, Unicode spaces made ASCII
-/// spaces (newlines become `;` so they cut commands).
+/// Quotes and backslashes removed (a backslash-newline continuation with its
+/// newline), `$IFS` and commas spaced, Unicode spaces made ASCII spaces
+/// (newlines become `;` so they cut commands).
 fn normalize(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     let mut chars = raw.char_indices();
@@ -205,8 +210,17 @@ fn normalize(raw: &str) -> String {
                 out.push(' ');
                 chars.nth(2);
             }
+            // A line continuation joins words (`r\<newline>m` is `rm`).
+            '\\' if raw[i..].starts_with("\\\r\n") => {
+                chars.nth(1);
+            }
+            '\\' if raw[i..].starts_with("\\\n") => {
+                chars.next();
+            }
             '\'' | '"' | '\\' => {}
             '\n' | '\r' | '\u{2028}' | '\u{2029}' => out.push(';'),
+            // Brace expansion: `{rm,-rf,/}` runs `rm -rf /`.
+            ',' => out.push(' '),
             c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
             c if c.is_whitespace() || c.is_control() => out.push(' '),
             // Zero-width and format characters would split a word invisibly.

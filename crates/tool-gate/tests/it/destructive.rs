@@ -98,6 +98,10 @@ fn obfuscated_spellings_are_refused_too() {
         "{ rm -rf /; }",
         "(rm -rf /)",
         "git\tpush\t-f",
+        "r\\\nm -rf /",
+        "rm -r\\\r\nf /",
+        "{rm,-rf,/}",
+        "git push origin\\\n --force",
     ];
     for text in cases {
         assert!(command(text).is_some(), "{text:?} was allowed");

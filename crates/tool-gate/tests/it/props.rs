@@ -212,7 +212,15 @@ fn spelled(tokens: &'static [&'static str]) -> impl Strategy<Value = String> {
     (
         prop::collection::vec(0usize..4, n),
         prop::collection::vec(
-            prop::sample::select(vec![" ", "\t", "  ", "${IFS}", "\u{a0}", " \u{2003}"]),
+            prop::sample::select(vec![
+                " ",
+                "\t",
+                "  ",
+                "${IFS}",
+                "\u{a0}",
+                " \u{2003}",
+                " \\\n",
+            ]),
             n,
         ),
         prop::sample::select(vec![
@@ -224,7 +232,7 @@ fn spelled(tokens: &'static [&'static str]) -> impl Strategy<Value = String> {
             "time ",
         ]),
         prop::sample::select(vec!["", "/bin/", "/usr/bin/", "\\"]),
-        0usize..6,
+        0usize..7,
     )
         .prop_map(move |(quoting, seps, prefix, dir, wrapper)| {
             let mut text = String::from(prefix);
@@ -248,6 +256,8 @@ fn spelled(tokens: &'static [&'static str]) -> impl Strategy<Value = String> {
                 3 => format!("echo start; {text}"),
                 4 => format!("true && {text} | tee log"),
                 5 => format!("cd /tmp\n{text}"),
+                // Brace expansion of the bare words.
+                6 => format!("{{{}}}", tokens.join(",")),
                 _ => text,
             }
         })
