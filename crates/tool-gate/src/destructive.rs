@@ -21,7 +21,7 @@ pub struct Finding {
 /// history-destroying git commands (`push --force`/`-f`/`+ref`/`:ref`/`--mirror`,
 /// `reset --hard`, `clean -f`, `branch -D`), filesystem and device wipes
 /// (`mkfs*`, `mke2fs`, `wipefs`, `shred`, any `dd of=…`, a redirect onto a
-/// block device, `mv … /dev/null`), recursive `chmod`/`chown`/`chgrp` on `/`,
+/// block device, `tee /dev/sd…`, `mv … /dev/null`), recursive `chmod`/`chown`/`chgrp` on `/`,
 /// a top-level system directory or the home directory, power control
 /// (`shutdown`, `reboot`, `halt`, `poweroff`, `init 0|6`, `systemctl
 /// poweroff|reboot|halt`), `kill -1`, fork bombs and SQL `DROP
@@ -292,6 +292,10 @@ fn command_rule(name: &str, rest: &[&str]) -> Option<&'static str> {
                     "dd-write"
                 }
             }),
+        "tee" => rest
+            .iter()
+            .any(|w| is_block_device(w))
+            .then_some("write-to-device"),
         "mv" | "cp" => rest
             .last()
             .is_some_and(|w| *w == "/dev/null" || is_block_device(w))
