@@ -6,6 +6,8 @@
 //! - `unicode-tables [--check]`: regenerate mcp-admission's Unicode tables
 //!   from the UCD files in `fixtures/admission/ucd-14.0.0` (a test of this
 //!   crate fails when the committed tables drift from them).
+//! - `fixtures [real-cli|lionagi]`: re-record the fixtures made with
+//!   third-party programs (the real agent CLIs, the original lionagi).
 //! - `ci`: what CI runs, defined once (`.ci/run` calls it after installing
 //!   system packages): `cargo fmt --check`, clippy with `-D warnings` on
 //!   every target (and on mcp-admission's `regex` feature), then the test
@@ -18,6 +20,7 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, Result, bail};
 use state_sqlite::{Engine, EngineConfig, MIGRATIONS, schema_version};
 
+mod fixtures;
 mod tidy;
 mod unicode_tables;
 
@@ -28,6 +31,9 @@ tasks:
   tidy                repository rules (file headers, dependency invariants)
   unicode-tables      regenerate mcp-admission's Unicode tables from the UCD
                       (fixtures/admission/ucd-14.0.0); --check fails on drift
+  fixtures [SET]      re-record fixtures from third-party programs: real-cli
+                      (Claude Code and Codex from npm, loopback-only
+                      namespace), lionagi (the original's state.db)
   ci                  fmt check, clippy -D warnings, tests (what .ci/run does)";
 
 fn main() -> ExitCode {
@@ -52,7 +58,7 @@ fn eprintln_err(msg: &str) {
     clippy::print_stdout,
     reason = "xtask reports to the maintainer's terminal"
 )]
-fn say(msg: &str) {
+pub(crate) fn say(msg: &str) {
     println!("{msg}");
 }
 
@@ -60,6 +66,7 @@ fn run(args: Vec<String>) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("migrate") => migrate(&args[1..]),
         Some("ci") => ci(),
+        Some("fixtures") => fixtures::run(&args[1..]),
         Some("unicode-tables") => unicode_tables::run(&args[1..]),
         Some("tidy") => {
             let problems = tidy::check();

@@ -3,6 +3,7 @@
 mod admission;
 mod cancel;
 mod crash;
+mod e2e_real_cli;
 mod mirror;
 mod outbox;
 mod plugin;

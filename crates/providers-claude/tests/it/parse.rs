@@ -178,3 +178,38 @@ fn a_second_result_is_not_a_second_verdict() {
         })
     ));
 }
+
+/// Recorded from the real Claude Code 2.1.197 (`cargo xtask fixtures
+/// real-cli`: installed from npm, loopback-only namespace, local API).
+const REAL_2_1: &str =
+    include_str!("../../../../fixtures/real-cli/claude_2.1.197_stream_json.jsonl");
+
+#[test]
+fn the_real_cli_stream_parses() {
+    let mut p = ClaudeParser::default();
+    let events = parse_stream(&mut p, REAL_2_1);
+    let Some(StreamEvent::SessionId { id }) = events.first() else {
+        panic!("the session id comes first: {events:?}");
+    };
+    assert_eq!(p.resume_id(), Some(id.as_str()));
+    assert!(events.contains(&StreamEvent::Text {
+        text: "Hello from the mock.".into()
+    }));
+    let f = final_of(&events);
+    assert!(!f.is_error);
+    assert_eq!(f.text.as_deref(), Some("Hello from the mock."));
+    let usage = events.iter().find_map(|e| match e {
+        StreamEvent::Usage(u) => Some(u),
+        _ => None,
+    });
+    let usage = usage.expect("usage");
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens),
+        (Some(12), Some(6))
+    );
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::Error { .. }))
+    );
+}

@@ -202,3 +202,36 @@ fn keeps_the_seam_contract() {
         assert_eq!(providers_core::check_provider_contract(&p, &req, s), Ok(()));
     }
 }
+
+/// Recorded from the real codex 0.171.0 (`cargo xtask fixtures real-cli`:
+/// installed from npm, loopback-only namespace, local Responses API).
+const REAL_0_171: &str =
+    include_str!("../../../../fixtures/real-cli/codex_0.171.0_exec_json.jsonl");
+
+#[test]
+fn the_real_cli_stream_parses() {
+    let mut p = CodexParser::default();
+    let events = parse_stream(&mut p, REAL_0_171);
+    let thread = REAL_0_171
+        .lines()
+        .next()
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .and_then(|v| v["thread_id"].as_str().map(str::to_owned))
+        .expect("thread.started first");
+    assert_eq!(p.resume_id(), Some(thread.as_str()));
+    assert!(events.contains(&StreamEvent::Text {
+        text: "Hello from the mock.".into()
+    }));
+    // 0.171 reports unknown model metadata as an error item: a warning.
+    assert!(events.iter().any(|e| matches!(
+        e,
+        StreamEvent::Error { kind: ErrorKind::Warning, message, .. } if message.contains("metadata")
+    )));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        StreamEvent::Usage(u) if u.input_tokens == Some(12) && u.output_tokens == Some(6)
+    )));
+    let f = finals(&events);
+    assert_eq!(f.len(), 1);
+    assert!(!f[0].is_error);
+}

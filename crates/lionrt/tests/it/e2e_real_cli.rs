@@ -1,0 +1,629 @@
+//! The end-to-end tier: `lionrt run --provider claude|codex` driving the
+//! real Claude Code and Codex CLIs, installed from the npm registry, against
+//! a local stand-in for the Anthropic Messages API and the OpenAI Responses
+//! API (server-sent events), inside a network namespace whose only device is
+//! loopback, so nothing can leave the machine.
+//!
+//! The CLIs are installed once into a cache (`$LIONRT_E2E_CACHE`, default
+//! `target/tmp/e2e-cli`). A machine without npm, `unshare` or `ip`, or where
+//! the install fails, skips the tier with a printed reason; CI installs npm.
+//!
+//! Each test re-runs this test binary inside `unshare --net` (as root) or
+//! `unshare -rn` (otherwise) as a worker: the worker brings `lo` up, checks
+//! that it is the only device, serves the stand-in API on 127.0.0.1 and
+//! runs `lionrt run`. The outer test then reads the recorded session,
+//! messages, usage and resume id from the state.db. With
+//! `LIONRT_E2E_RECORD=DIR` the worker also runs each CLI directly and
+//! writes its raw stream to `DIR/<cli>_<version>_<kind>.jsonl` (what
+//! `cargo xtask fixtures` uses).
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use state_sqlite::{Engine, EngineConfig};
+
+/// Set (to `claude` or `codex`) in the worker's environment.
+const WORKER: &str = "LIONRT_E2E_WORKER";
+/// The directory the outer test and the worker share.
+const WORK_DIR: &str = "LIONRT_E2E_WORK_DIR";
+/// Where the CLIs are installed.
+const CACHE: &str = "LIONRT_E2E_CACHE";
+/// Where the worker writes the CLIs' raw streams, when set.
+const RECORD: &str = "LIONRT_E2E_RECORD";
+
+/// The agent's answer, streamed in three deltas.
+const ANSWER: [&str; 3] = ["Hello ", "from the ", "mock."];
+/// The usage the stand-in reports.
+const INPUT_TOKENS: u64 = 12;
+const OUTPUT_TOKENS: u64 = 6;
+
+const CLAUDE_BIN: &str = "node_modules/@anthropic-ai/claude-code-linux-x64/claude";
+const CODEX_BIN: &str =
+    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+
+fn cache_dir() -> PathBuf {
+    std::env::var_os(CACHE).map_or_else(
+        || Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-cli"),
+        PathBuf::from,
+    )
+}
+
+fn on_path(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Installs (or finds) both CLIs; `Err` is the reason to skip.
+fn install() -> Result<PathBuf, String> {
+    let cache = cache_dir();
+    if cache.join(CLAUDE_BIN).is_file() && cache.join(CODEX_BIN).is_file() {
+        return Ok(cache);
+    }
+    if !on_path("npm") {
+        return Err("npm is not installed".into());
+    }
+    std::fs::create_dir_all(&cache).map_err(|e| format!("creating {}: {e}", cache.display()))?;
+    // The platform packages carry the native binaries; no install script
+    // is needed (or run).
+    let out = Command::new("npm")
+        .arg("install")
+        .arg("--prefix")
+        .arg(&cache)
+        .args([
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "@anthropic-ai/claude-code",
+            "@openai/codex",
+        ])
+        .output()
+        .map_err(|e| format!("running npm: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "npm install failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    for bin in [CLAUDE_BIN, CODEX_BIN] {
+        if !cache.join(bin).is_file() {
+            return Err(format!(
+                "npm installed no {bin} (platform not x86_64 linux?)"
+            ));
+        }
+    }
+    Ok(cache)
+}
+
+/// `unshare` arguments for a new network namespace.
+fn unshare_args() -> &'static [&'static str] {
+    if rustix::process::geteuid().is_root() {
+        &["--net"]
+    } else {
+        &["-rn"]
+    }
+}
+
+/// Whether a loopback-only namespace can be made here; `Err` is the reason.
+fn namespace_usable() -> Result<(), String> {
+    for tool in ["unshare", "ip"] {
+        if !on_path(tool) {
+            return Err(format!("{tool} is not installed"));
+        }
+    }
+    let out = Command::new("unshare")
+        .args(unshare_args())
+        .args(["--", "sh", "-c", "ip link set lo up"])
+        .output()
+        .map_err(|e| format!("running unshare: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cannot make a network namespace: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "the skip reason is for the person running the tier"
+)]
+fn skip(cli: &str, reason: &str) {
+    eprintln!("SKIP e2e_real_cli::{cli}: {reason}");
+}
+
+/// Runs the worker for `cli` in a fresh namespace; returns the work dir.
+fn run_in_namespace(cli: &str) -> Option<(tempfile::TempDir, Output)> {
+    let cache = match install().and_then(|c| namespace_usable().map(|()| c)) {
+        Ok(cache) => cache,
+        Err(reason) => {
+            skip(cli, &reason);
+            return None;
+        }
+    };
+    let work = tempfile::tempdir().expect("work dir");
+    let out = Command::new("unshare")
+        .args(unshare_args())
+        .args(["--", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+        .arg(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "e2e_real_cli::worker",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(WORKER, cli)
+        .env(WORK_DIR, work.path())
+        .env(CACHE, &cache)
+        .output()
+        .expect("run the worker");
+    Some((work, out))
+}
+
+fn db_i64(db: &Path, sql: &str, arg: &str) -> Option<i64> {
+    let engine = Engine::open(db, EngineConfig::default()).expect("open state.db");
+    let conn = engine.conn().expect("conn");
+    conn.query_row(sql, [arg], |r| r.get::<_, Option<i64>>(0))
+        .expect("query")
+}
+
+fn db_strings(db: &Path, sql: &str, arg: &str) -> Vec<String> {
+    let engine = Engine::open(db, EngineConfig::default()).expect("open state.db");
+    let conn = engine.conn().expect("conn");
+    let mut stmt = conn.prepare(sql).expect("prepare");
+    stmt.query_map([arg], |r| r.get::<_, String>(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
+/// The outer half: the worker ran `lionrt run`; check what it recorded.
+fn check_recorded(cli: &str, resume_looks_right: impl Fn(&str) -> bool) {
+    let Some((work, out)) = run_in_namespace(cli) else {
+        return;
+    };
+    let log = |name: &str| std::fs::read_to_string(work.path().join(name)).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "worker failed: {}\n{}\nlionrt stdout: {}\nlionrt stderr: {}\nrequests: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        log("lionrt.out"),
+        log("lionrt.err"),
+        log("requests.log"),
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(log("lionrt.out").trim()).expect("lionrt --json report");
+    let session = format!("e2e-{cli}");
+    let db = work.path().join("state.db");
+    assert_eq!(report["session"], session.as_str());
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["status"], "completed", "{report}");
+    assert_eq!(
+        report["text"].as_str().map(str::trim),
+        Some(ANSWER.concat().as_str())
+    );
+    let resume = report["resume_id"].as_str().expect("a resume id");
+    assert!(resume_looks_right(resume), "resume id {resume:?}");
+
+    // The session row: completed, with the stand-in's usage.
+    let status = db_strings(&db, "SELECT status FROM sessions WHERE id = ?1", &session);
+    assert_eq!(status, ["completed"]);
+    let tokens = |col: &str| {
+        db_i64(
+            &db,
+            &format!("SELECT {col} FROM sessions WHERE id = ?1"),
+            &session,
+        )
+    };
+    assert_eq!(tokens("input_tokens"), Some(INPUT_TOKENS as i64));
+    assert_eq!(tokens("output_tokens"), Some(OUTPUT_TOKENS as i64));
+    let provider = db_strings(&db, "SELECT provider FROM sessions WHERE id = ?1", &session);
+    assert_eq!(provider, [cli]);
+    // The history: running, then completed.
+    let history = db_strings(
+        &db,
+        "SELECT to_status FROM status_transitions WHERE entity_type = 'session' AND entity_id = ?1 ORDER BY id",
+        &session,
+    );
+    assert_eq!(history, ["running", "completed"], "history");
+    // The messages: the answer and the provider's resume id are recorded.
+    let messages = db_strings(
+        &db,
+        "SELECT content FROM messages WHERE session_id = ?1 ORDER BY created_at, id",
+        &session,
+    );
+    assert_eq!(
+        report["messages"].as_u64(),
+        Some(messages.len() as u64),
+        "{report}"
+    );
+    let all = messages.join("\n");
+    assert!(all.contains("mock."), "answer recorded: {all}");
+    assert!(all.contains(resume), "resume id recorded: {all}");
+    // The CLI really talked to the stand-in.
+    let requests = log("requests.log");
+    let wanted = if cli == "claude" {
+        "POST /v1/messages"
+    } else {
+        "POST /v1/responses"
+    };
+    assert!(requests.contains(wanted), "{requests}");
+}
+
+fn is_uuid_like(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[test]
+fn claude_code_runs_through_lionrt_against_a_local_messages_api() {
+    if std::env::var_os(WORKER).is_some() {
+        return;
+    }
+    check_recorded("claude", is_uuid_like);
+}
+
+#[test]
+fn codex_runs_through_lionrt_against_a_local_responses_api() {
+    if std::env::var_os(WORKER).is_some() {
+        return;
+    }
+    check_recorded("codex", is_uuid_like);
+}
+
+// ---------------------------------------------------------------- worker
+
+/// The worker half; does nothing unless started by [`run_in_namespace`].
+#[test]
+fn worker() {
+    let Some(cli) = std::env::var_os(WORKER) else {
+        return;
+    };
+    let cli = cli.to_string_lossy().into_owned();
+    let work = PathBuf::from(std::env::var_os(WORK_DIR).expect("work dir"));
+    let cache = PathBuf::from(std::env::var_os(CACHE).expect("cache dir"));
+
+    // Nothing can leave: loopback is the only device, and it is up.
+    let devices = std::fs::read_to_string("/proc/net/dev").expect("/proc/net/dev");
+    let names: Vec<&str> = devices
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(str::trim))
+        .collect();
+    assert_eq!(names, ["lo"], "only loopback in the namespace");
+
+    let requests = Arc::new(Mutex::new(
+        std::fs::File::create(work.join("requests.log")).expect("log"),
+    ));
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let port = listener.local_addr().expect("addr").port();
+    {
+        let requests = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let requests = Arc::clone(&requests);
+                std::thread::spawn(move || serve(stream, &requests));
+            }
+        });
+    }
+
+    let home = work.join("home");
+    let ws = work.join("ws");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(&ws).expect("ws");
+    // Codex works in a git repository (lionrt passes no skip flag).
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws)
+        .status()
+        .expect("git init");
+    assert!(git.success());
+    let bin = work.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    std::os::unix::fs::symlink(cache.join(CLAUDE_BIN), bin.join("claude")).expect("link");
+    std::os::unix::fs::symlink(cache.join(CODEX_BIN), bin.join("codex")).expect("link");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let codex_home = home.join(".codex");
+    std::fs::create_dir_all(&codex_home).expect("codex home");
+    std::fs::write(
+        codex_home.join("config.toml"),
+        format!(
+            "model = \"gpt-5.1-codex\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\n\
+             name = \"mock\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\n\
+             env_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
+        ),
+    )
+    .expect("codex config");
+    let env: Vec<(&str, String)> = vec![
+        ("PATH", path),
+        ("HOME", home.to_string_lossy().into_owned()),
+        ("CODEX_HOME", codex_home.to_string_lossy().into_owned()),
+        ("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}")),
+        ("ANTHROPIC_API_KEY", "sk-ant-e2e-local".into()),
+        ("OPENAI_API_KEY", "sk-e2e-local".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        ("DISABLE_TELEMETRY", "1".into()),
+        ("DISABLE_AUTOUPDATER", "1".into()),
+        ("NO_COLOR", "1".into()),
+    ];
+
+    let prompt = "Say hello.";
+    let out = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .arg("--db")
+        .arg(work.join("state.db"))
+        .args(["--json", "run", "--provider", &cli, "--prompt", prompt])
+        .arg("--workspace")
+        .arg(&ws)
+        .args(["--session", &format!("e2e-{cli}")])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env_remove("LIONRT_DB")
+        .env_remove("LIONAGI_HOME")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run lionrt");
+    std::fs::write(work.join("lionrt.out"), &out.stdout).expect("write");
+    std::fs::write(work.join("lionrt.err"), &out.stderr).expect("write");
+
+    if let Some(dir) = std::env::var_os(RECORD) {
+        record(&cli, Path::new(&dir), &ws, &env, prompt);
+    }
+    assert!(out.status.success(), "lionrt run failed: {out:?}");
+}
+
+/// Runs the CLI directly and keeps its raw stream as a fixture.
+fn record(cli: &str, dir: &Path, ws: &Path, env: &[(&str, String)], prompt: &str) {
+    let version = Command::new(cli)
+        .arg("--version")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("version");
+    let version = String::from_utf8_lossy(&version.stdout)
+        .split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))
+        .unwrap_or("unknown")
+        .to_owned();
+    let (args, kind): (Vec<&str>, &str) = if cli == "claude" {
+        (
+            vec![
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--",
+                prompt,
+            ],
+            "stream_json",
+        )
+    } else {
+        (vec!["exec", "--json", "--", prompt], "exec_json")
+    };
+    let out = Command::new(cli)
+        .args(&args)
+        .current_dir(ws)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the cli");
+    assert!(out.status.success(), "{cli} direct run: {out:?}");
+    // The temp paths differ per run: recorded under a fixed name instead.
+    let work = ws.parent().unwrap_or(ws).to_string_lossy().into_owned();
+    let stream = String::from_utf8_lossy(&out.stdout).replace(&work, "/srv");
+    std::fs::create_dir_all(dir).expect("record dir");
+    std::fs::write(dir.join(format!("{cli}_{version}_{kind}.jsonl")), stream)
+        .expect("write fixture");
+}
+
+// ------------------------------------------------------------- stand-in
+
+/// One HTTP/1.1 exchange; every reply closes the connection.
+fn serve(stream: TcpStream, log: &Mutex<std::fs::File>) {
+    let mut reader = BufReader::new(match stream.try_clone() {
+        Ok(s) => s,
+        Err(_) => return,
+    });
+    let mut head = String::new();
+    let mut content_length = 0usize;
+    let mut chunked = false;
+    loop {
+        let mut line = String::new();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line == "\r\n" || line == "\n" {
+            break;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            content_length = v.trim().parse().unwrap_or(0);
+        }
+        if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+            chunked = true;
+        }
+        head.push_str(&line);
+    }
+    let body = if chunked {
+        read_chunked(&mut reader)
+    } else {
+        let mut body = vec![0; content_length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        body
+    };
+    let request_line = head.lines().next().unwrap_or_default().to_owned();
+    if let Ok(mut f) = log.lock() {
+        let _ = writeln!(f, "{request_line} ({} byte body)", body.len());
+    }
+    let mut parts = request_line.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let streaming = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v.get("stream").and_then(serde_json::Value::as_bool))
+        .unwrap_or(false);
+    let (status, content_type, reply) = match (method, path.split('?').next().unwrap_or("")) {
+        ("HEAD", _) => ("200 OK", "text/plain", String::new()),
+        ("POST", "/v1/messages") if streaming => ("200 OK", "text/event-stream", anthropic_sse()),
+        ("POST", "/v1/messages") => ("200 OK", "application/json", anthropic_json()),
+        ("POST", "/v1/responses") => ("200 OK", "text/event-stream", responses_sse()),
+        ("GET", p) if p.ends_with("/models") => (
+            "200 OK",
+            "application/json",
+            r#"{"object":"list","data":[],"models":[]}"#.into(),
+        ),
+        _ => (
+            "404 Not Found",
+            "application/json",
+            r#"{"error":"not here"}"#.into(),
+        ),
+    };
+    let mut stream = stream;
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\
+         connection: close\r\n\r\n{}",
+        reply.len(),
+        if method == "HEAD" { "" } else { &reply }
+    );
+    let _ = stream.flush();
+}
+
+fn read_chunked(reader: &mut BufReader<TcpStream>) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        if reader.read_line(&mut size).unwrap_or(0) == 0 {
+            return body;
+        }
+        let n =
+            usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
+        let mut chunk = vec![0; n + 2];
+        if n == 0 || reader.read_exact(&mut chunk).is_err() {
+            let mut trailer = String::new();
+            let _ = reader.read_line(&mut trailer);
+            return body;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn sse(events: &[(&str, serde_json::Value)]) -> String {
+    events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect()
+}
+
+fn anthropic_sse() -> String {
+    use serde_json::json;
+    let mut events = vec![
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {
+                "id": "msg_e2e_1", "type": "message", "role": "assistant",
+                "model": "claude-sonnet-4-5", "content": [], "stop_reason": null,
+                "stop_sequence": null,
+                "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": 1,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                   "content_block": {"type": "text", "text": ""}}),
+        ),
+    ];
+    for delta in ANSWER {
+        events.push((
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                   "delta": {"type": "text_delta", "text": delta}}),
+        ));
+    }
+    events.extend([
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta",
+                   "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                   "usage": {"output_tokens": OUTPUT_TOKENS}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ]);
+    sse(&events)
+}
+
+fn anthropic_json() -> String {
+    serde_json::json!({
+        "id": "msg_e2e_0", "type": "message", "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [{"type": "text", "text": ANSWER.concat()}],
+        "stop_reason": "end_turn", "stop_sequence": null,
+        "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS}
+    })
+    .to_string()
+}
+
+fn responses_sse() -> String {
+    use serde_json::json;
+    let text = ANSWER.concat();
+    let mut events = vec![
+        (
+            "response.created",
+            json!({"type": "response.created", "response": {
+                "id": "resp_e2e_1", "object": "response", "created_at": 0,
+                "status": "in_progress", "model": "gpt-5.1-codex", "output": []}}),
+        ),
+        (
+            "response.output_item.added",
+            json!({"type": "response.output_item.added", "output_index": 0,
+                   "item": {"type": "message", "id": "msg_e2e_1", "role": "assistant",
+                            "status": "in_progress", "content": []}}),
+        ),
+    ];
+    for delta in ANSWER {
+        events.push((
+            "response.output_text.delta",
+            json!({"type": "response.output_text.delta", "item_id": "msg_e2e_1",
+                   "output_index": 0, "content_index": 0, "delta": delta}),
+        ));
+    }
+    events.extend([
+        (
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": 0,
+                   "item": {"type": "message", "id": "msg_e2e_1", "role": "assistant",
+                            "status": "completed",
+                            "content": [{"type": "output_text", "text": text, "annotations": []}]}}),
+        ),
+        (
+            "response.completed",
+            json!({"type": "response.completed", "response": {
+                "id": "resp_e2e_1", "object": "response", "created_at": 0,
+                "status": "completed", "model": "gpt-5.1-codex", "output": [],
+                "usage": {"input_tokens": INPUT_TOKENS,
+                          "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens": OUTPUT_TOKENS,
+                          "output_tokens_details": {"reasoning_tokens": 0},
+                          "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}}}),
+        ),
+    ]);
+    sse(&events)
+}
