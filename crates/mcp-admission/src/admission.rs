@@ -91,6 +91,15 @@ pub fn explain_tool_admission_with(
 
     let mut insufficiency = None;
     let mut proofs_evaluated = false;
+    if empty && strong {
+        // The original refuses an executor name with no schema at all:
+        // nothing proves the tool bounded.
+        insufficiency = Some(Insufficiency {
+            proof: crate::report::Proof::Boundedness,
+            path: String::new(),
+            cause: crate::report::InsufficiencyCause::NoSchema,
+        });
+    }
     if !empty && (strong || signals) {
         proofs_evaluated = true;
         // Coverage first: it also decides the description rule. Each proof

@@ -190,6 +190,45 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// True when a local `$ref` names a schema that contains the current
+    /// location (the root, or an ancestor): following it from here loops,
+    /// as the original's cycle check sees it.
+    pub(crate) fn ref_is_ancestor(&self, reference: &str) -> bool {
+        let Some(fragment) = reference.strip_prefix('#') else {
+            return false;
+        };
+        let unescape = |t: &str| t.replace("~1", "/").replace("~0", "~");
+        let target: Vec<String> = fragment.split('/').skip(1).map(unescape).collect();
+        if !fragment.is_empty() && !fragment.starts_with('/') {
+            return false;
+        }
+        // The document location: the last `$ref` hop's target, then the
+        // segments after it.
+        let start = self
+            .path
+            .iter()
+            .rposition(|s| matches!(s, Seg::Ref(_)))
+            .map_or(0, |i| i + 1);
+        let mut here: Vec<String> = match start.checked_sub(1).map(|i| &self.path[i]) {
+            Some(Seg::Ref(r)) => r
+                .strip_prefix('#')
+                .unwrap_or("")
+                .split('/')
+                .skip(1)
+                .map(unescape)
+                .collect(),
+            _ => Vec::new(),
+        };
+        for seg in &self.path[start..] {
+            match seg {
+                Seg::Key(k) => here.push((*k).to_owned()),
+                Seg::Index(i) => here.push(i.to_string()),
+                Seg::Ref(_) => {}
+            }
+        }
+        target.len() <= here.len() && target.iter().zip(&here).all(|(a, b)| a == b)
+    }
+
     /// Resolves a local JSON-pointer `$ref` against the document root.
     ///
     /// Only `#` and `#/...` resolve; the pointer is not percent-decoded.

@@ -142,6 +142,15 @@
 //! - An unresolvable `patternProperties` pattern counts as matching every
 //!   categorised key word (see above); the original only denies it under an
 //!   executor name or description.
+//! - `not` never bounds a value, and `if`/`then`/`else` bound it only when
+//!   all three are present (the original refuses `{"not": {"not": pinned}}`
+//!   and an `if` with `then` alone under a command key as well; the gate
+//!   refuses every such shape). A `$ref` to the root or an ancestor loops and
+//!   is free-form.
+//! - The differential test also finds denials where the original admits on
+//!   odd shapes under executor names or descriptions (a nested boolean
+//!   schema, an `items` beside a non-array type, a malformed `type`); about
+//!   one generated case in five differs this way, never the other.
 //! - A command key inside an object that is an array's item is walked: the
 //!   original admits `{"type": "array", "items": {"type": "object",
 //!   "properties": {"command": {"type": "string"}}}}` under a neutral name.
@@ -154,10 +163,11 @@
 //!   executor-description rule: description "Runs shell commands" with
 //!   `{"type": "object", "properties": {"op": {"enum": ["a"]}}, "additionalProperties": false, "not": {}}`
 //!   denies with `executor-description-with-broad-input`.
-//! - Only a missing schema, JSON `null` or `{}` counts as "no schema" for a
-//!   strong executor name; other falsy values (`false`, `[]`, `0`, `""`) are
-//!   malformed: name `bash` with schema `[]` denies with
-//!   `executor-identity-with-insufficient-schema`.
+//! - A strong executor name with no schema at all (absent, `null`, `{}`)
+//!   denies with `executor-identity-with-insufficient-schema`, as lionagi
+//!   0.36.0 does (the spec's "empty or no schema is safe" is not what the
+//!   original ships; found by the differential test); other falsy values
+//!   (`false`, `[]`, `0`, `""`) deny the same way.
 //! - A root schema `true` is an unresolvable channel: name `worker`,
 //!   description "Execute terminal commands", schema `true` denies with
 //!   `executor-description-with-broad-input`.

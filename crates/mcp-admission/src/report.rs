@@ -173,6 +173,9 @@ pub enum InsufficiencyCause {
     UnknownKeyword(String),
     /// A schema position holding something that is not a schema.
     Malformed(String),
+    /// No schema at all (absent, `null` or `{}`): nothing proves an
+    /// executor-named tool bounded.
+    NoSchema,
 }
 
 impl fmt::Display for InsufficiencyCause {
@@ -195,6 +198,7 @@ impl fmt::Display for InsufficiencyCause {
             InsufficiencyCause::DeniedKeyword(k) => write!(f, "denied applicator {k}"),
             InsufficiencyCause::UnknownKeyword(k) => write!(f, "unknown schema-shaped keyword {k}"),
             InsufficiencyCause::Malformed(what) => write!(f, "malformed {what}"),
+            InsufficiencyCause::NoSchema => f.write_str("no input schema"),
         }
     }
 }

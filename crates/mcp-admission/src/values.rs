@@ -74,6 +74,20 @@ impl<'a> Engine<'a> {
         v: &'a Value,
         depth: usize,
     ) -> Option<FreeFormCause> {
+        self.value_free_form_at(category_key, v, depth, false)
+    }
+
+    /// [`Self::value_free_form`]; `branch` is true for a composition,
+    /// conditional or `$ref` branch, where an untyped schema with only object
+    /// keywords is a leaf (it admits any string), as in the original; the
+    /// key's own schema with object keywords is a container instead.
+    fn value_free_form_at(
+        &mut self,
+        category_key: bool,
+        v: &'a Value,
+        depth: usize,
+        branch: bool,
+    ) -> Option<FreeFormCause> {
         if !self.charge_work() || self.too_deep(depth) {
             return Some(FreeFormCause::LimitReached);
         }
@@ -102,7 +116,9 @@ impl<'a> Engine<'a> {
                     }
                 }
                 Types::Absent => {
-                    if category_key && !shape.container {
+                    let leaf =
+                        !shape.container || (branch && crate::walker::untyped_and_unconstrained(v));
+                    if category_key && leaf {
                         return Some(FreeFormCause::UntypedCategoryKey);
                     }
                 }
@@ -114,16 +130,21 @@ impl<'a> Engine<'a> {
             };
             for branch in branches {
                 if self
-                    .value_free_form(category_key, branch, depth + 1)
+                    .value_free_form_at(category_key, branch, depth + 1, true)
                     .is_some()
                 {
                     return Some(FreeFormCause::CompositionBranch);
                 }
             }
         }
+        // `not` admits everything its subschema refuses: it never bounds a
+        // value (unless it refuses everything, `not: true`).
+        if shape.singles[3].is_some_and(|n| n != &Value::Bool(true)) || open_conditional(&shape) {
+            return Some(FreeFormCause::CompositionBranch);
+        }
         for branch in shape.singles.into_iter().flatten() {
             if self
-                .value_free_form(category_key, branch, depth + 1)
+                .value_free_form_at(category_key, branch, depth + 1, true)
                 .is_some()
             {
                 return Some(FreeFormCause::CompositionBranch);
@@ -133,6 +154,9 @@ impl<'a> Engine<'a> {
             let Value::String(reference) = reference else {
                 return Some(FreeFormCause::Malformed);
             };
+            if self.ref_is_ancestor(reference) {
+                return Some(FreeFormCause::UnresolvableReference);
+            }
             let Ok(target) = self.resolve(reference) else {
                 return Some(FreeFormCause::UnresolvableReference);
             };
@@ -144,7 +168,7 @@ impl<'a> Engine<'a> {
                 Some(cached) => *cached,
                 None => {
                     self.memo.free_form_active.insert(key);
-                    let verdict = self.value_free_form(category_key, target, depth + 1);
+                    let verdict = self.value_free_form_at(category_key, target, depth + 1, true);
                     self.memo.free_form_active.remove(&key);
                     self.memo.free_form.insert(key, verdict);
                     verdict
@@ -217,6 +241,11 @@ impl<'a> Engine<'a> {
                         }
                     }
                 }
+                if shape.singles[3].is_some_and(|n| n != &Value::Bool(true))
+                    || open_conditional(&shape)
+                {
+                    return true;
+                }
                 for branch in shape.singles.into_iter().flatten() {
                     has_branch = true;
                     if self.item_reaches(branch, depth + 1) {
@@ -228,6 +257,9 @@ impl<'a> Engine<'a> {
                     let Value::String(reference) = reference else {
                         return true;
                     };
+                    if self.ref_is_ancestor(reference) {
+                        return true;
+                    }
                     let Ok(target) = self.resolve(reference) else {
                         return true;
                     };
@@ -321,4 +353,12 @@ impl<'a> Engine<'a> {
     pub(crate) fn vendor_annotation(&mut self, keyword: &str, v: &'a Value, depth: usize) -> bool {
         (keyword.starts_with("x-") || keyword == "$comment") && self.inert_value(v, depth)
     }
+}
+
+/// True when `if`/`then`/`else` leave some instance unconstrained: unless
+/// all three are present, an instance that takes the missing path (or any
+/// instance, without `if`) is constrained by none of them.
+fn open_conditional(shape: &Shape<'_>) -> bool {
+    let [if_, then, else_, _] = shape.singles.map(|s| s.is_some());
+    (if_ || then || else_) && !(if_ && then && else_)
 }

@@ -139,8 +139,12 @@ impl<'a> Engine<'a> {
                     Value::Bool(false) => {}
                     Value::Object(_) => {
                         // No key names the entries, so an untyped value
-                        // (`{}`) admits anything: a free-form map.
-                        if self.value_free_form(true, v, depth + 1).is_some() {
+                        // (`{}`, or one with only object keywords, which do
+                        // not constrain a string) admits anything: a
+                        // free-form map.
+                        if untyped_and_unconstrained(v)
+                            || self.value_free_form(true, v, depth + 1).is_some()
+                        {
                             let path = self.pointer();
                             self.map_channels.push(path);
                         }
@@ -358,3 +362,28 @@ const REPRESENTATIVE_KEY_WORDS: [&str; 5] = [
     PAYLOAD_KEYS[0],
     SELECTOR_KEYS[0],
 ];
+
+/// An untyped, unpinned schema with no `$ref`, composition or conditional:
+/// object keywords alone (properties, ...) leave a string unconstrained.
+pub(crate) fn untyped_and_unconstrained(v: &Value) -> bool {
+    let Value::Object(m) = v else {
+        return false;
+    };
+    ![
+        "type",
+        "enum",
+        "const",
+        "$ref",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "if",
+        "then",
+        "else",
+        "not",
+        "$dynamicRef",
+        "$recursiveRef",
+    ]
+    .iter()
+    .any(|k| m.contains_key(*k))
+}

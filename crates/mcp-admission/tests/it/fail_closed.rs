@@ -189,3 +189,117 @@ fn synthetic_wrapper_equality_ignores_member_order() {
         Some("MCP tool: bash")
     ));
 }
+
+/// A closed root object with the given properties.
+fn closed(props: Value) -> Value {
+    json!({"type": "object", "properties": props, "additionalProperties": false})
+}
+
+// contract: ADM-001
+#[test]
+fn shapes_the_differential_test_found_the_original_refusing() {
+    const DESCRIPTION: Option<&str> = Some("executor-description-with-broad-input");
+    let exec = Some("Execute terminal commands.");
+    let pinned = json!({"type": "string", "enum": ["a"]});
+    // `not` never bounds a value; an incomplete conditional leaves one path open.
+    check(
+        "notebook",
+        json!({"properties": {"cmd": {"not": {"not": pinned}}}}),
+        None,
+        CMD,
+    );
+    check(
+        "notebook",
+        json!({"properties": {"cmd": {"not": pinned}}}),
+        None,
+        CMD,
+    );
+    check(
+        "notebook",
+        json!({"properties": {"cmd": {"if": pinned, "then": pinned}}}),
+        None,
+        CMD,
+    );
+    // A `$ref` to an ancestor loops; a branch with only object keywords admits any string.
+    check(
+        "notebook",
+        json!({"type": "object", "properties": {"cmd": {"type": "array", "items": {"$ref": "#"}}}}),
+        None,
+        CMD,
+    );
+    check(
+        "notebook",
+        json!({"properties": {"cmd": {"$ref": "#"}}}),
+        None,
+        CMD,
+    );
+    check(
+        "notebook",
+        json!({"properties": {"cmd": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"properties": {}}}}),
+        None,
+        CMD,
+    );
+    // An untyped additionalProperties schema is a free-form map.
+    for ap in [
+        json!({}),
+        json!({"a": 1}),
+        json!({"properties": {}}),
+        json!({"description": "d"}),
+    ] {
+        check(
+            "notebook",
+            json!({"type": "object", "additionalProperties": ap}),
+            exec,
+            DESCRIPTION,
+        );
+    }
+    check(
+        "notebook",
+        json!({"type": "object", "additionalProperties": {"type": "integer"}}),
+        exec,
+        None,
+    );
+    // Object or composition keywords make a value object-shaped whatever its type.
+    for kw in ["properties", "$defs", "definitions"] {
+        check(
+            "bash",
+            closed(json!({"x": {"type": "string", "enum": ["a"], kw: {}}})),
+            None,
+            IDENTITY,
+        );
+    }
+    check(
+        "bash",
+        closed(json!({"x": {"type": "integer", "allOf": [{"enum": [1]}]}})),
+        None,
+        IDENTITY,
+    );
+    // allOf with no bounded branch, nested boolean schemas, empty compositions.
+    let mut root = closed(json!({"op": {"enum": ["a"]}}));
+    for (kw, v) in [
+        ("allOf", json!([])),
+        ("allOf", json!([true])),
+        ("$defs", json!({"D": true})),
+        ("$defs", json!({"D": {"anyOf": []}})),
+        ("items", json!(false)),
+    ] {
+        root[kw] = v;
+        check("bash", root.clone(), None, IDENTITY);
+        root.as_object_mut().map(|m| m.remove(kw));
+    }
+    check("bash", closed(json!({"op": false})), None, IDENTITY);
+    // A composition branch of a bounded value is still walked.
+    check(
+        "worker",
+        closed(json!({"args": {"type": "array", "items": {"enum": ["a"]}, "allOf": [{}]}})),
+        exec,
+        DESCRIPTION,
+    );
+    // And the bounded-array exception holds for a pinned value (the original admits it).
+    check(
+        "bash",
+        closed(json!({"x": {"type": "string", "enum": ["a"], "prefixItems": [{"enum": ["a"]}]}})),
+        None,
+        None,
+    );
+}
