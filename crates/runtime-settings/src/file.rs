@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::document::Settings;
 use crate::error::Error;
 use crate::locate::{SETTINGS_PATH_VAR, locate_settings_with};
+use crate::splice::splice;
 
 /// The user-level settings file. Every crate that reads `settings.yaml`
 /// (secret lookup in `cli-supervisor`, plugin trust in `plugin-trust`)
@@ -71,6 +72,14 @@ impl SettingsFile {
     /// the document as it was. The lock file is separate because a rename
     /// would orphan a lock held on the settings file itself.
     ///
+    /// The write keeps the file as its owner made it: only the top-level
+    /// keys `change` altered are re-rendered, in place, and every other
+    /// byte (comments, blank lines, key order, formatting) is kept; a file
+    /// in a shape the splice cannot follow (a flow-style top level, say) is
+    /// rendered whole instead. The file's permission bits are kept (a new
+    /// file is owner-only, 0600), and a symlinked settings file stays a
+    /// symlink: the file it points to is the one replaced.
+    ///
     /// # Errors
     /// As [`SettingsFile::load`], and [`Error::Write`].
     pub fn update<R>(&self, change: impl FnOnce(&mut Settings) -> R) -> Result<R, Error> {
@@ -81,27 +90,60 @@ impl SettingsFile {
             path: self.path.clone(),
             source,
         };
-        let dir = match self.path.parent() {
+        let link_dir = match self.path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        std::fs::create_dir_all(&dir).map_err(write_err)?;
+        std::fs::create_dir_all(&link_dir).map_err(write_err)?;
         let lock = open_lock(&self.lock_path()).map_err(write_err)?;
         lock.lock().map_err(write_err)?;
-        let mut settings = self.load()?;
-        let before = settings.clone();
+        // The file actually replaced: the symlink's target when the
+        // settings path is a link (a dotfiles checkout), else the path.
+        let target = resolve_link(&self.path).map_err(write_err)?;
+        let (text, mode) = match std::fs::read(&target) {
+            Ok(bytes) => {
+                let mode = std::fs::metadata(&target).map_err(write_err)?.permissions();
+                (Some(bytes), Some(mode))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
+            Err(source) => {
+                return Err(Error::Read {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        };
+        let before = match &text {
+            Some(bytes) => Settings::parse(bytes).map_err(|e| e.at(&self.path))?,
+            None => Settings::default(),
+        };
+        let mut settings = before.clone();
         let result = change(&mut settings);
         if settings == before {
             return Ok(result);
         }
-        let text = settings.render().map_err(write_err)?;
+        let spliced = text
+            .as_deref()
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+            .and_then(|old| splice(old, &before, &settings));
+        let new_text = match spliced {
+            Some(t) => t,
+            None => settings.render().map_err(write_err)?,
+        };
+        let dir = match target.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         let mut temp = tempfile::Builder::new()
             .prefix(".settings.")
             .tempfile_in(&dir)
             .map_err(write_err)?;
-        temp.write_all(text.as_bytes()).map_err(write_err)?;
+        temp.write_all(new_text.as_bytes()).map_err(write_err)?;
+        if let Some(mode) = mode {
+            temp.as_file().set_permissions(mode).map_err(write_err)?;
+        }
         temp.as_file().sync_all().map_err(write_err)?;
-        temp.persist(&self.path).map_err(|e| write_err(e.error))?;
+        temp.persist(&target).map_err(|e| write_err(e.error))?;
         // The lock is released when `lock` is closed, after the rename.
         drop(lock);
         Ok(result)
@@ -112,6 +154,29 @@ impl SettingsFile {
         name.push(".lock");
         PathBuf::from(name)
     }
+}
+
+/// Follows `path` through any chain of symlinks (relative links resolve
+/// against the link's directory) to the file a write must replace; a
+/// dangling link yields its target, which the write creates. Refuses a
+/// chain longer than 40 links (a loop).
+fn resolve_link(path: &Path) -> io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let to = std::fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            Ok(_) => return Ok(current),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(current),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other("too many levels of symbolic links"))
 }
 
 fn open_lock(path: &Path) -> io::Result<File> {

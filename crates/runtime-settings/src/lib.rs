@@ -11,7 +11,9 @@
 //! [`SettingsFile::load`] reads the file fresh on every call (a missing file
 //! is empty settings, an unreadable one an error);
 //! [`SettingsFile::update`] is a locked read-modify-write that keeps keys it
-//! does not touch. Each section is checked by its own view, so a malformed
+//! does not touch, byte for byte: only the top-level keys it changes are
+//! re-rendered, so comments, key order, formatting, the file's mode and a
+//! symlinked settings file survive. Each section is checked by its own view, so a malformed
 //! section of one owner does not hide another's.
 //!
 //! ```
@@ -38,6 +40,7 @@ mod file;
 mod locate;
 mod plugins;
 mod secrets;
+mod splice;
 
 pub use document::Settings;
 pub use error::Error;

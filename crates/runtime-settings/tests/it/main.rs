@@ -1,5 +1,7 @@
 //! The settings-file locator's precedence.
 
+mod preserve;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 
