@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod admission;
+mod import;
 mod kill;
 mod mirror;
 mod out;

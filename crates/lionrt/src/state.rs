@@ -52,6 +52,9 @@ pub(crate) enum StateCmd {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Import sessions, their messages and status history from a state.db
+    /// written by the original lionagi, and report what was skipped.
+    Import(crate::import::ImportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +249,7 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         StateCmd::Health => health(db, json),
+        StateCmd::Import(a) => crate::import::run(db, json, a),
         StateCmd::Doctor { dry_run } => {
             let store = open_store(db)?;
             let procs = runner::Processes {

@@ -4,6 +4,7 @@ mod admission;
 mod cancel;
 mod crash;
 mod e2e_real_cli;
+mod import;
 mod mirror;
 mod outbox;
 mod plugin;
