@@ -164,8 +164,10 @@ impl Leg {
         // The pidfd is opened while the child is unreaped, so it refers to
         // this child and can never reach a recycled pid.
         let pidfd = PidFd::open(pid);
-        let cgroup = LegCgroup::create(&spec.containment, pid);
+        // Observed first: a quick leg may be gone by the time the cgroup is
+        // made, and then nothing could be established about it.
         let record = observe_spawned(&ProcTable, pid);
+        let cgroup = LegCgroup::create(&spec.containment, pid);
         let sentinel = spec
             .orphan_guard
             .and_then(|grace| Sentinel::start(pid, grace, cgroup.as_ref().map(LegCgroup::path)));
