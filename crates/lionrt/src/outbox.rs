@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use ::outbox::{
     DispatchRow, DispatchStatus, ExecTransport, ListQuery, NewDispatch, OutboxStore, ReviveOptions,
-    ReviveSelection, ScanConfig, ScanReport, SystemClock, Template, ack_dispatch, deliver_due,
-    enqueue_dispatch, purge_dispatch, purge_dispatches, retention_sweep, revive_dispatches,
+    ReviveSelection, ScanConfig, ScanReport, SystemClock, Template, ack_dispatch,
+    deliver_due_concurrent, enqueue_dispatch, purge_dispatch, purge_dispatches, retention_sweep,
+    revive_dispatches,
 };
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
@@ -146,6 +147,10 @@ pub(crate) struct DeliverArgs {
     /// Per-send deadline in seconds (must be shorter than the lease).
     #[arg(long, default_value_t = 60)]
     timeout_secs: u64,
+    /// Rows in flight at once (each still claimed, sent once and finished in
+    /// its own transactions).
+    #[arg(long, default_value_t = std::num::NonZeroUsize::MIN)]
+    concurrency: std::num::NonZeroUsize,
     /// Scan every this many seconds until SIGINT.
     #[arg(long)]
     watch: Option<f64>,
@@ -379,7 +384,8 @@ fn deliver(store: &SqliteOutbox, json: bool, args: DeliverArgs) -> Result<()> {
         ..ScanConfig::default()
     };
     let Some(interval) = args.watch else {
-        let report = deliver_due(store, &transport, &SystemClock, &config)?;
+        let report =
+            deliver_due_concurrent(store, &transport, &SystemClock, &config, args.concurrency)?;
         print_report(json, &report);
         return Ok(());
     };
@@ -387,6 +393,7 @@ fn deliver(store: &SqliteOutbox, json: bool, args: DeliverArgs) -> Result<()> {
         bail!("--watch needs a positive interval in seconds");
     }
     let interval = Duration::from_secs_f64(interval);
+    let workers = args.concurrency;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -395,7 +402,7 @@ fn deliver(store: &SqliteOutbox, json: bool, args: DeliverArgs) -> Result<()> {
         loop {
             let (store, transport, config) = (store.clone(), transport.clone(), config.clone());
             let scan = tokio::task::spawn_blocking(move || {
-                deliver_due(&store, &transport, &SystemClock, &config)
+                deliver_due_concurrent(&store, &transport, &SystemClock, &config, workers)
             });
             // A scan in progress finishes before the loop looks at SIGINT, so
             // no claim is left half-done by the operator's interrupt.

@@ -156,6 +156,98 @@ where
     Ok(scan.report)
 }
 
+/// [`deliver_due`] with up to `workers` rows in flight at once, for slow
+/// transports (a spawned program, a network call): each row is still
+/// claimed, sent once and finished in its own transactions, so every rule of
+/// the sequential scan holds; only the order in which rows finish changes.
+/// The first store error stops the workers (each finishes its current row)
+/// and is returned.
+#[tracing::instrument(skip_all, fields(batch = config.batch, workers))]
+pub fn deliver_due_concurrent<S, T, C>(
+    store: &S,
+    transport: &T,
+    clock: &C,
+    config: &ScanConfig,
+    workers: std::num::NonZeroUsize,
+) -> Result<ScanReport, OutboxError>
+where
+    S: OutboxStore + Sync,
+    T: Transport + Sync + ?Sized,
+    C: Clock + ?Sized,
+{
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    if workers.get() == 1 {
+        return deliver_due(store, transport, clock, config);
+    }
+    if config.lease.is_zero() {
+        return Err(OutboxError::Config(
+            "the claim lease must be longer than zero".into(),
+        ));
+    }
+    let rows = store
+        .due(clock.now_micros(), config.batch)
+        .map_err(OutboxError::store)?;
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let failure: Mutex<Option<OutboxError>> = Mutex::new(None);
+    let actor = config.actor.clone().unwrap_or_else(scheduler_actor);
+    let reports: Vec<ScanReport> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers.get().min(rows.len().max(1)))
+            .map(|_| {
+                let (rows, next, stop, failure, actor) = (&rows, &next, &stop, &failure, &actor);
+                s.spawn(move || {
+                    let mut scan = Scan {
+                        store,
+                        transport,
+                        clock,
+                        config,
+                        actor: actor.clone(),
+                        report: ScanReport::default(),
+                    };
+                    while !stop.load(Ordering::SeqCst) {
+                        let Some(row) = rows.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                            break;
+                        };
+                        if let Err(e) = scan.one(row) {
+                            stop.store(true, Ordering::SeqCst);
+                            if let Ok(mut f) = failure.lock() {
+                                f.get_or_insert(e);
+                            }
+                        }
+                    }
+                    scan.report
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    if let Some(e) = failure.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    let mut report = ScanReport {
+        examined: rows.len(),
+        ..ScanReport::default()
+    };
+    for r in reports {
+        report.claimed += r.claimed;
+        report.sent_ok += r.sent_ok;
+        report.send_failed += r.send_failed;
+        report.delivered += r.delivered;
+        report.rescheduled += r.rescheduled;
+        report.dead_lettered += r.dead_lettered;
+        report.expired += r.expired;
+        report.conflicts += r.conflicts;
+        report.missing += r.missing;
+    }
+    tracing::debug!(report = ?report, "concurrent scan done");
+    Ok(report)
+}
+
 impl<S, T, C> Scan<'_, S, T, C>
 where
     S: OutboxStore,

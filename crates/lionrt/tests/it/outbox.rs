@@ -79,7 +79,15 @@ fn enqueue_deliver_show_ack_retry_purge() {
     ));
     let report = stdout_json(&lionrt(
         &db,
-        &["--json", "outbox", "deliver", "--actor", "system:cli-test"],
+        &[
+            "--json",
+            "outbox",
+            "deliver",
+            "--concurrency",
+            "2",
+            "--actor",
+            "system:cli-test",
+        ],
     ));
     assert_eq!(report["delivered"], 1, "{report}");
     assert_eq!(report["dead_lettered"], 1, "{report}");

@@ -17,7 +17,7 @@ use lifecycle_core::{Actor, ActorType, TransitionRecord};
 use outbox::{
     AuditRecord, Delivery, DispatchMove, DispatchRow, DispatchStatus, Enqueued, FnTransport,
     ListQuery, MoveOutcome, NewDispatch, OutboxStore, PurgeReport, PurgeSelection, ScanConfig,
-    SendError, SystemClock, deliver_due, enqueue_dispatch,
+    SendError, SystemClock, deliver_due_concurrent, enqueue_dispatch,
 };
 use state_sqlite::SqliteOutbox;
 
@@ -29,6 +29,7 @@ const SENDS: &str = "OUTBOX_TEST_SENDS";
 const PAUSE: &str = "OUTBOX_TEST_PAUSE";
 const MARKER: &str = "OUTBOX_TEST_MARKER";
 const LEASE_MS: &str = "OUTBOX_TEST_LEASE_MS";
+const WORKERS: &str = "OUTBOX_TEST_WORKERS";
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok()
@@ -176,10 +177,15 @@ fn run_scanner(db: &Path) {
         lease: Duration::from_millis(lease),
         ..ScanConfig::default()
     };
+    let workers = env(WORKERS)
+        .and_then(|w| w.parse().ok())
+        .and_then(std::num::NonZeroUsize::new)
+        .unwrap_or(std::num::NonZeroUsize::MIN);
     let deadline = Instant::now() + Duration::from_secs(60);
     while open_rows(&store.inner) > 0 {
         assert!(Instant::now() < deadline, "worker gave up with rows open");
-        let report = deliver_due(&store, &transport, &SystemClock, &config).expect("scan");
+        let report = deliver_due_concurrent(&store, &transport, &SystemClock, &config, workers)
+            .expect("scan");
         if report.claimed == 0 {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -395,7 +401,7 @@ fn sigkilled_scanners_lose_no_row_and_never_exceed_max_attempts() {
     }
 }
 
-fn race(workers: usize) {
+fn race(workers: usize, threads: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("state.db");
     let sends_path = dir.path().join("sends.log");
@@ -412,7 +418,10 @@ fn race(workers: usize) {
         )
         .expect("enqueue");
     }
-    let env = [(SENDS, sends_path.to_string_lossy().into_owned())];
+    let env = [
+        (SENDS, sends_path.to_string_lossy().into_owned()),
+        (WORKERS, threads.to_string()),
+    ];
     let children: Vec<Child> = (0..workers)
         .map(|_| {
             worker("scan", &db, &env)
@@ -446,11 +455,11 @@ fn race(workers: usize) {
 // contract: OBX-013
 #[test]
 fn two_scanner_processes_send_each_attempt_at_most_once() {
-    race(2);
+    race(2, 1);
 }
 
 // contract: OBX-013
 #[test]
-fn four_scanner_processes_send_each_attempt_at_most_once() {
-    race(4);
+fn four_scanner_processes_of_two_threads_send_each_attempt_at_most_once() {
+    race(4, 2);
 }

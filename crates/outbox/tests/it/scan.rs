@@ -475,3 +475,46 @@ fn acking_a_terminal_row_is_an_error() {
     assert!(err.to_string().contains("delivered"), "{err}");
     assert!(ack_dispatch(&store, "nope", &actor()).is_err());
 }
+
+/// Runs the same workload sequentially and with `workers` rows in flight and
+/// returns each row's (status, attempt, sends), in enqueue order.
+fn workload<S: OutboxStore + Sync>(store: &S, workers: usize) -> Vec<(DispatchStatus, u32, usize)> {
+    let clock = clock();
+    let t = Counting::default();
+    let ids: Vec<String> = (0..40u32)
+        .map(|i| enqueue(store, &clock, dispatch(1 + i % 3, i % 4 == 0)))
+        .collect();
+    let workers = std::num::NonZeroUsize::new(workers).expect("workers");
+    for round in 0..6 {
+        t.set_fail(round % 2 == 1);
+        outbox::deliver_due_concurrent(store, &t, &clock, &config(), workers).expect("scan");
+        clock.advance(Duration::from_secs(1000));
+    }
+    ids.iter()
+        .map(|id| {
+            let r = row(store, id);
+            (r.status, r.attempt, t.count(id))
+        })
+        .collect()
+}
+
+// contract: OBX-013
+#[test]
+fn concurrent_scans_follow_the_sequential_rules() {
+    let sequential = workload(&db().store, 1);
+    for workers in [2, 4] {
+        let db = db();
+        assert_eq!(
+            workload(&db.store, workers),
+            sequential,
+            "{workers} workers"
+        );
+    }
+    let memory = test_support::MemoryOutbox::default();
+    assert_eq!(workload(&memory, 4), sequential);
+    assert!(
+        sequential
+            .iter()
+            .all(|(s, a, n)| s.is_terminal() && *a as usize == *n)
+    );
+}
