@@ -171,7 +171,12 @@ pub(crate) fn line(
     };
     match &message.content {
         Some(Content::Text(text)) => {
-            batch.push(st.id(&[&key, "0"]), role, object_str(text_key, text), at);
+            batch.push(
+                st.timed_id(at, &[&key, "0"]),
+                role,
+                object_str(text_key, text),
+                at,
+            );
         }
         Some(Content::Blocks(blocks)) => {
             for (i, b) in blocks.iter().enumerate() {
@@ -180,7 +185,7 @@ pub(crate) fn line(
                     Some("text") => match b.text {
                         Some(t) => {
                             batch.push(
-                                st.id(&[&key, &i.to_string()]),
+                                st.timed_id(at, &[&key, &i.to_string()]),
                                 role,
                                 object1(text_key, t),
                                 at,
@@ -198,7 +203,7 @@ pub(crate) fn line(
                             st.tools.insert(call.to_owned(), name.to_owned());
                         }
                         let id = if call.is_empty() {
-                            st.id(&[&key, &i.to_string()])
+                            st.timed_id(at, &[&key, &i.to_string()])
                         } else {
                             st.id(&["call", call])
                         };
@@ -217,7 +222,12 @@ pub(crate) fn line(
                             &st.id(&["call", call]),
                             b.is_error.unwrap_or(false),
                         );
-                        batch.push(st.id(&[&key, &i.to_string()]), "action", content, at);
+                        batch.push(
+                            st.timed_id(at, &[&key, &i.to_string()]),
+                            "action",
+                            content,
+                            at,
+                        );
                     }
                     other => {
                         skipped_blocks += 1;

@@ -133,7 +133,7 @@ pub(crate) fn line(
                         stats.skip("response_item/message (preamble)");
                         continue;
                     }
-                    let id = st.id(&[&key, &i.to_string()]);
+                    let id = st.timed_id(at, &[&key, &i.to_string()]);
                     batch.push(id, role, object1(text_key, t), at + i as i64);
                 }
             }
@@ -163,7 +163,7 @@ pub(crate) fn line(
                 _ => None,
             };
             let id = if call.is_empty() {
-                st.id(&[&key, "0"])
+                st.timed_id(at, &[&key, "0"])
             } else {
                 st.id(&["call", call])
             };
@@ -177,7 +177,7 @@ pub(crate) fn line(
                 &st.id(&["call", call]),
                 false,
             );
-            batch.push(st.id(&[&key, "0"]), "action", content, at);
+            batch.push(st.timed_id(at, &[&key, "0"]), "action", content, at);
         }
         _ => {}
     }

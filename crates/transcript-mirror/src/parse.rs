@@ -97,6 +97,8 @@ pub(crate) struct FileState {
     pub(crate) tools: HashMap<String, String>,
     pub(crate) last_ts: Option<i64>,
     pub(crate) fallback_ts: i64,
+    /// Whether the current line carried its own timestamp.
+    pub(crate) stamped: bool,
     pub(crate) offset: u64,
 }
 
@@ -112,6 +114,7 @@ impl FileState {
             tools: HashMap::new(),
             last_ts: None,
             fallback_ts,
+            stamped: false,
             offset: 0,
         };
         s.set_session_id(session_id);
@@ -139,7 +142,9 @@ impl FileState {
     /// The event time: the line's timestamp, else the last one seen in the
     /// file, else the file's modification time.
     pub(crate) fn time(&mut self, stamp: Option<&str>) -> i64 {
+        self.stamped = false;
         if let Some(t) = stamp.and_then(crate::time::parse_rfc3339) {
+            self.stamped = true;
             self.last_ts = Some(t);
             if self.session.started_at.is_none() {
                 self.session.started_at = Some(t);
@@ -165,12 +170,30 @@ impl FileState {
         }
     }
 
+    /// The id of a tool call (referenced later by its result, so it cannot
+    /// depend on the time).
     pub(crate) fn id(&self, parts: &[&str]) -> String {
         let mut all = Vec::with_capacity(parts.len() + 2);
         all.push(self.source.as_str());
         all.push(self.session.session_id.as_str());
         all.extend_from_slice(parts);
         derive_id(&all)
+    }
+
+    /// The id of an event's message: time-ordered (see
+    /// [`crate::ids::derive_timed_id`]) when the line carries its own
+    /// timestamp, which is as deterministic as the rest; a line without one
+    /// gets the plain id (a borrowed time could differ between processes).
+    pub(crate) fn timed_id(&self, at: i64, parts: &[&str]) -> String {
+        let mut all = Vec::with_capacity(parts.len() + 2);
+        all.push(self.source.as_str());
+        all.push(self.session.session_id.as_str());
+        all.extend_from_slice(parts);
+        if self.stamped {
+            crate::ids::derive_timed_id(at, &all)
+        } else {
+            derive_id(&all)
+        }
     }
 }
 

@@ -259,3 +259,33 @@ fn since_bounds_the_pass_by_modification_time_and_discovery_follows_the_layouts(
         assert!(transcript_mirror::parse_window(bad).is_err(), "{bad}");
     }
 }
+
+// contract: SQL-052
+#[test]
+fn ids_do_not_depend_on_where_a_pass_started() {
+    let ids = |env: &Env| {
+        let conn = env.store.engine().conn().expect("conn");
+        let mut stmt = conn
+            .prepare("SELECT id FROM messages ORDER BY id")
+            .expect("prepare");
+        stmt.query_map([], |r| r.get::<_, String>(0))
+            .expect("query")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("rows")
+    };
+    let first = crate::common::claude_user("w", "w1", None, 1_700_000_000_000_000, "stamped");
+    // A line without a timestamp borrows one; its id must not.
+    let second = "{\"type\":\"user\",\"uuid\":\"w2\",\"parentUuid\":\"w1\",\"sessionId\":\"w\",\"message\":{\"role\":\"user\",\"content\":\"unstamped\"}}\n";
+    let whole = Env::new();
+    crate::common::append(&whole.claude_file("w"), &format!("{first}{second}"));
+    whole.mirror().pass(SystemTime::now()).expect("pass");
+    let split = Env::new();
+    let path = split.claude_file("w");
+    crate::common::append(&path, &first);
+    split.mirror().pass(SystemTime::now()).expect("pass");
+    crate::common::append(&path, second);
+    // Another process resumes mid-file, with no earlier timestamp in hand.
+    split.mirror().pass(SystemTime::now()).expect("pass");
+    assert_eq!(ids(&whole).len(), 2);
+    assert_eq!(ids(&whole), ids(&split));
+}
