@@ -1,14 +1,19 @@
-//! Verdict throughput over the public cases beside serde_json parsing, and the worst cases.
+//! Verdict throughput over the public cases beside serde_json parsing, the
+//! batch checker beside in-process verdicts, and the worst cases.
 //!
 //! `public_cases/verdicts` judges all 62 public cases per iteration;
 //! `public_cases/parse` parses the same 62 schema texts with serde_json (the
-//! floor a host pays anyway). The worst cases are timed after parsing: a
-//! 50,000-branch anyOf, nesting 5,000 deep (built programmatically: serde_json's
-//! parser stops at 128 levels) and a 1 MB enum.
+//! floor a host pays anyway). `batch/checker` runs what `lionrt admission
+//! check` runs per record (split the stream, parse the record, judge,
+//! render a JSON line) over the public cases as JSON Lines, 20 copies, for
+//! comparison with `batch/in_process` (the same verdicts on parsed
+//! values). The worst cases are timed after parsing: a 50,000-branch anyOf,
+//! nesting 5,000 deep (built programmatically) and a 1 MB enum.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mcp_admission::batch::{Checker, OutputFormat};
 use mcp_admission::validate_tool_admission;
 use serde_json::{Map, Value, json};
 
@@ -33,6 +38,52 @@ fn cases() -> Vec<Case> {
             schema: c["input_schema"].clone(),
         })
         .collect()
+}
+
+fn batch(c: &mut Criterion) {
+    let cases = cases();
+    let copies = 20;
+    let mut jsonl = String::new();
+    for i in 0..copies {
+        for case in &cases {
+            let record = json!({
+                "id": i,
+                "name": case.name,
+                "description": case.description,
+                "inputSchema": case.schema,
+            });
+            jsonl.push_str(&record.to_string());
+            jsonl.push('\n');
+        }
+    }
+    let records = (cases.len() * copies) as u64;
+    let mut group = c.benchmark_group("batch");
+    group.throughput(Throughput::Elements(records));
+    group.bench_function("checker", |b| {
+        b.iter(|| {
+            let mut checker = Checker::new(OutputFormat::Jsonl, None);
+            let mut out = String::with_capacity(1 << 20);
+            for chunk in jsonl.as_bytes().chunks(1 << 16) {
+                checker.feed(black_box(chunk), &mut out);
+            }
+            black_box(checker.finish(&mut out));
+            black_box(out.len())
+        });
+    });
+    group.bench_function("in_process", |b| {
+        b.iter(|| {
+            for _ in 0..copies {
+                for case in &cases {
+                    let _ = black_box(validate_tool_admission(
+                        black_box(&case.name),
+                        Some(black_box(&case.schema)),
+                        case.description.as_deref(),
+                    ));
+                }
+            }
+        });
+    });
+    group.finish();
 }
 
 fn public_cases(c: &mut Criterion) {
@@ -130,5 +181,5 @@ fn worst_cases(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, public_cases, worst_cases);
+criterion_group!(benches, public_cases, batch, worst_cases);
 criterion_main!(benches);

@@ -197,36 +197,34 @@ impl<'a> Engine<'a> {
         let Some(fragment) = reference.strip_prefix('#') else {
             return false;
         };
-        let unescape = |t: &str| t.replace("~1", "/").replace("~0", "~");
-        let target: Vec<String> = fragment.split('/').skip(1).map(unescape).collect();
-        if !fragment.is_empty() && !fragment.starts_with('/') {
+        if fragment.is_empty() {
+            return true;
+        }
+        if !fragment.starts_with('/') {
             return false;
         }
         // The document location: the last `$ref` hop's target, then the
-        // segments after it.
+        // segments after it; compared token by token without allocating.
         let start = self
             .path
             .iter()
             .rposition(|s| matches!(s, Seg::Ref(_)))
             .map_or(0, |i| i + 1);
-        let mut here: Vec<String> = match start.checked_sub(1).map(|i| &self.path[i]) {
-            Some(Seg::Ref(r)) => r
-                .strip_prefix('#')
-                .unwrap_or("")
-                .split('/')
-                .skip(1)
-                .map(unescape)
-                .collect(),
-            _ => Vec::new(),
+        let base: &str = match start.checked_sub(1).map(|i| &self.path[i]) {
+            Some(Seg::Ref(r)) => r.strip_prefix('#').unwrap_or(""),
+            _ => "",
         };
-        for seg in &self.path[start..] {
-            match seg {
-                Seg::Key(k) => here.push((*k).to_owned()),
-                Seg::Index(i) => here.push(i.to_string()),
-                Seg::Ref(_) => {}
-            }
-        }
-        target.len() <= here.len() && target.iter().zip(&here).all(|(a, b)| a == b)
+        let mut here = base.split('/').skip(1).map(Token::Escaped).chain(
+            self.path[start..].iter().filter_map(|seg| match seg {
+                Seg::Key(k) => Some(Token::Raw(k)),
+                Seg::Index(i) => Some(Token::Index(*i)),
+                Seg::Ref(_) => None,
+            }),
+        );
+        fragment
+            .split('/')
+            .skip(1)
+            .all(|t| here.next().is_some_and(|h| h.equals_escaped(t)))
     }
 
     /// Resolves a local JSON-pointer `$ref` against the document root.
@@ -250,6 +248,34 @@ impl<'a> Engine<'a> {
         self.root
             .pointer(fragment)
             .ok_or_else(|| UnresolvedCause::DanglingReference(reference.to_owned()))
+    }
+}
+
+/// One token of a document location.
+enum Token<'t> {
+    /// A JSON-pointer token as written (`~0`, `~1` escaped).
+    Escaped(&'t str),
+    /// A key as it is.
+    Raw(&'t str),
+    /// A list index.
+    Index(usize),
+}
+
+impl Token<'_> {
+    /// Equality with an escaped JSON-pointer token.
+    fn equals_escaped(&self, token: &str) -> bool {
+        fn unescaped(t: &str) -> std::borrow::Cow<'_, str> {
+            if t.contains('~') {
+                std::borrow::Cow::Owned(t.replace("~1", "/").replace("~0", "~"))
+            } else {
+                std::borrow::Cow::Borrowed(t)
+            }
+        }
+        match self {
+            Token::Escaped(t) => unescaped(t) == unescaped(token),
+            Token::Raw(k) => *k == unescaped(token),
+            Token::Index(i) => token.parse::<usize>().is_ok_and(|n| n == *i),
+        }
     }
 }
 

@@ -34,10 +34,10 @@ pub(crate) fn matching_key_words(
         return None;
     }
     let compiled = PythonPattern::compile(pattern).ok()?;
-    let spellings = key_word_spellings();
+    let spellings = KEY_WORD_SPELLINGS;
     let mut hits = Vec::with_capacity(spellings.len());
     let mut out_of_budget = false;
-    compiled.search_all(spellings.iter().map(|(_, s)| s.as_str()), |_, hit| {
+    compiled.search_all(spellings.iter().map(|(_, s)| *s), |_, hit| {
         if !engine.charge_work() {
             out_of_budget = true;
             return false;
@@ -57,35 +57,114 @@ pub(crate) fn matching_key_words(
     Some(words)
 }
 
-/// Every (key word, spelling) pair searched.
+/// Every (key word, spelling) pair searched: each spelling normalises back
+/// to its key word (checked by a unit test against [`spellings`]).
 #[cfg(feature = "regex")]
-fn key_word_spellings() -> Vec<(&'static str, String)> {
-    use crate::vocabulary::{
-        ARGUMENT_KEYS, COMMAND_KEYS, PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS,
-    };
-    let groups = [
-        COMMAND_KEYS,
-        PROGRAM_KEYS,
-        ARGUMENT_KEYS,
-        PAYLOAD_KEYS,
-        SELECTOR_KEYS,
-    ];
-    groups
-        .iter()
-        .flat_map(|g| g.iter())
-        .flat_map(|word| spellings(word).into_iter().map(move |s| (*word, s)))
-        .collect()
-}
+const KEY_WORD_SPELLINGS: &[(&str, &str)] = &[
+    ("command", "command"),
+    ("command", "COMMAND"),
+    ("command", "Command"),
+    ("command", "_command"),
+    ("command", "command_"),
+    ("cmd", "cmd"),
+    ("cmd", "CMD"),
+    ("cmd", "Cmd"),
+    ("cmd", "_cmd"),
+    ("cmd", "cmd_"),
+    ("command_line", "command_line"),
+    ("command_line", "COMMAND_LINE"),
+    ("command_line", "CommandLine"),
+    ("command_line", "_command_line"),
+    ("command_line", "command_line_"),
+    ("command_line", "commandLine"),
+    ("command_line", "command-line"),
+    ("command_line", "COMMAND-LINE"),
+    ("command_line", "command line"),
+    ("command_line", "COMMAND LINE"),
+    ("command_line", "command.line"),
+    ("command_line", "COMMAND.LINE"),
+    ("shell_command", "shell_command"),
+    ("shell_command", "SHELL_COMMAND"),
+    ("shell_command", "ShellCommand"),
+    ("shell_command", "_shell_command"),
+    ("shell_command", "shell_command_"),
+    ("shell_command", "shellCommand"),
+    ("shell_command", "shell-command"),
+    ("shell_command", "SHELL-COMMAND"),
+    ("shell_command", "shell command"),
+    ("shell_command", "SHELL COMMAND"),
+    ("shell_command", "shell.command"),
+    ("shell_command", "SHELL.COMMAND"),
+    ("program", "program"),
+    ("program", "PROGRAM"),
+    ("program", "Program"),
+    ("program", "_program"),
+    ("program", "program_"),
+    ("executable", "executable"),
+    ("executable", "EXECUTABLE"),
+    ("executable", "Executable"),
+    ("executable", "_executable"),
+    ("executable", "executable_"),
+    ("binary", "binary"),
+    ("binary", "BINARY"),
+    ("binary", "Binary"),
+    ("binary", "_binary"),
+    ("binary", "binary_"),
+    ("args", "args"),
+    ("args", "ARGS"),
+    ("args", "Args"),
+    ("args", "_args"),
+    ("args", "args_"),
+    ("argv", "argv"),
+    ("argv", "ARGV"),
+    ("argv", "Argv"),
+    ("argv", "_argv"),
+    ("argv", "argv_"),
+    ("script", "script"),
+    ("script", "SCRIPT"),
+    ("script", "Script"),
+    ("script", "_script"),
+    ("script", "script_"),
+    ("code", "code"),
+    ("code", "CODE"),
+    ("code", "Code"),
+    ("code", "_code"),
+    ("code", "code_"),
+    ("input", "input"),
+    ("input", "INPUT"),
+    ("input", "Input"),
+    ("input", "_input"),
+    ("input", "input_"),
+    ("text", "text"),
+    ("text", "TEXT"),
+    ("text", "Text"),
+    ("text", "_text"),
+    ("text", "text_"),
+    ("shell", "shell"),
+    ("shell", "SHELL"),
+    ("shell", "Shell"),
+    ("shell", "_shell"),
+    ("shell", "shell_"),
+    ("interpreter", "interpreter"),
+    ("interpreter", "INTERPRETER"),
+    ("interpreter", "Interpreter"),
+    ("interpreter", "_interpreter"),
+    ("interpreter", "interpreter_"),
+];
 
 /// Every spelling of every categorised key word the gate searches (the
 /// original searches the key words themselves; these are a superset).
 #[cfg(feature = "regex")]
 pub fn spellings_of_key_words() -> Vec<String> {
-    key_word_spellings().into_iter().map(|(_, s)| s).collect()
+    KEY_WORD_SPELLINGS
+        .iter()
+        .map(|(_, s)| (*s).to_owned())
+        .collect()
 }
 
-/// Spellings of a snake_case key word that normalise back to it.
-#[cfg(feature = "regex")]
+/// Spellings of a snake_case key word that normalise back to it (the rule
+/// [`KEY_WORD_SPELLINGS`] is written out from).
+#[cfg(all(test, feature = "regex"))]
 fn spellings(word: &str) -> Vec<String> {
     let tokens: Vec<&str> = word.split('_').collect();
     let title = |t: &str| {
@@ -113,4 +192,36 @@ fn spellings(word: &str) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(all(test, feature = "regex"))]
+mod tests {
+    use super::{KEY_WORD_SPELLINGS, spellings};
+    use crate::normalize::normalize_key;
+    use crate::vocabulary::{
+        ARGUMENT_KEYS, COMMAND_KEYS, PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS,
+    };
+
+    #[test]
+    fn the_spelling_table_is_the_rule_written_out() {
+        let expected: Vec<(&str, String)> = [
+            COMMAND_KEYS,
+            PROGRAM_KEYS,
+            ARGUMENT_KEYS,
+            PAYLOAD_KEYS,
+            SELECTOR_KEYS,
+        ]
+        .iter()
+        .flat_map(|g| g.iter())
+        .flat_map(|w| spellings(w).into_iter().map(move |s| (*w, s)))
+        .collect();
+        let table: Vec<(&str, String)> = KEY_WORD_SPELLINGS
+            .iter()
+            .map(|(w, s)| (*w, (*s).to_owned()))
+            .collect();
+        assert_eq!(table, expected);
+        for (word, spelling) in KEY_WORD_SPELLINGS {
+            assert_eq!(normalize_key(spelling), *word, "{spelling}");
+        }
+    }
 }
