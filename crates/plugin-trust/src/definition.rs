@@ -59,7 +59,29 @@ impl ProviderDefinition {
     /// Parses and validates a definition from (verified) bytes.
     pub fn parse(bytes: &[u8]) -> Result<ProviderDefinition, String> {
         let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_owned())?;
-        let def: ProviderDefinition = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        // The published schema (docs/schemas/provider-definition.schema.json)
+        // first, naming the JSON path; then the typed parse and checks.
+        let value: serde_json::Value = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        if let Err(e) = config_schema::validate(
+            config_schema::ConfigKind::ProviderDefinition,
+            "provider definition",
+            &value,
+        ) {
+            let typed = serde_json::from_value::<ProviderDefinition>(value)
+                .map_err(|e| e.to_string())
+                .and_then(|d| d.validate());
+            let schema = e
+                .violations()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(match typed {
+                Err(reason) => format!("{schema}; {reason}"),
+                Ok(()) => schema,
+            });
+        }
+        let def: ProviderDefinition = serde_json::from_value(value).map_err(|e| e.to_string())?;
         def.validate()?;
         Ok(def)
     }

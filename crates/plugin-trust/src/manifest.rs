@@ -214,11 +214,33 @@ impl Manifest {
         let Value::Object(mut map) = value else {
             return Err(invalid("the document is not a mapping".to_owned()));
         };
+        // The published schema (docs/schemas/plugin.schema.json) names the
+        // JSON path of every violation; the typed parse and the checks the
+        // schema cannot express (duplicate tools, path safety) follow, and a
+        // refusal carries both readings.
+        let schema = config_schema::validate(
+            config_schema::ConfigKind::PluginManifest,
+            path,
+            &Value::Object(map.clone()),
+        )
+        .err()
+        .map(|e| {
+            e.violations()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        });
         map.retain(|key, _| !key.starts_with("x-"));
-        let manifest: Manifest =
-            serde_json::from_value(Value::Object(map)).map_err(|e| invalid(e.to_string()))?;
-        manifest.validate().map_err(invalid)?;
-        Ok(manifest)
+        let typed = serde_json::from_value::<Manifest>(Value::Object(map))
+            .map_err(|e| e.to_string())
+            .and_then(|m| m.validate().map(|()| m));
+        match (schema, typed) {
+            (None, Ok(manifest)) => Ok(manifest),
+            (Some(schema), Ok(_)) => Err(invalid(schema)),
+            (None, Err(reason)) => Err(invalid(reason)),
+            (Some(schema), Err(reason)) => Err(invalid(format!("{schema}; {reason}"))),
+        }
     }
 
     fn validate(&self) -> std::result::Result<(), String> {

@@ -10,6 +10,9 @@ pub enum Error {
     /// The script's top level is malformed.
     #[error("script: {0}")]
     BadScript(String),
+    /// The script breaks the published schema (path and expectation).
+    #[error(transparent)]
+    Schema(config_schema::Error),
     /// An entry has no `type`.
     #[error("script entry {index}: missing `type`")]
     MissingType {

@@ -160,7 +160,20 @@ impl ScriptModel {
     }
 
     /// Loads a script from a parsed value.
+    ///
+    /// The entries are read by the typed parser (whose errors name the
+    /// entry, the field and what it must be) and the whole script is then
+    /// checked against the published schema
+    /// (`docs/schemas/script.schema.json`), so the two can never disagree
+    /// silently: a script the schema refuses is [`Error::Schema`].
     pub fn from_value(v: &Value) -> Result<Self, Error> {
+        let model = Self::from_value_unchecked(v)?;
+        config_schema::validate(config_schema::ConfigKind::Script, "script", v)
+            .map_err(Error::Schema)?;
+        Ok(model)
+    }
+
+    fn from_value_unchecked(v: &Value) -> Result<Self, Error> {
         let (mode, items) = match v {
             Value::Array(items) => (ScriptMode::Auto, items),
             Value::Object(o) => {

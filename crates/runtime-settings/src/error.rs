@@ -44,4 +44,8 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The file breaks the published settings schema
+    /// ([`SettingsFile::check`](crate::SettingsFile::check)).
+    #[error(transparent)]
+    Schema(config_schema::Error),
 }

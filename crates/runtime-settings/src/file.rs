@@ -65,6 +65,26 @@ impl SettingsFile {
         }
     }
 
+    /// Loads the file and checks it against the published schema
+    /// (`docs/schemas/settings.schema.json`): every violation is reported
+    /// with this file's path, the JSON path and what was expected (values
+    /// are never echoed). Loading itself stays lenient per section (a
+    /// malformed section of one owner does not hide another's); this is the
+    /// strict reading, for `doctor`-style checks and editors.
+    ///
+    /// # Errors
+    /// As [`SettingsFile::load`], and [`Error::Schema`].
+    pub fn check(&self) -> Result<Settings, Error> {
+        let settings = self.load()?;
+        config_schema::validate(
+            config_schema::ConfigKind::Settings,
+            &self.path,
+            &serde_json::Value::Object(settings.root.clone()),
+        )
+        .map_err(Error::Schema)?;
+        Ok(settings)
+    }
+
     /// Read-modify-write under an exclusive lock on `<path>.lock`: `change`
     /// sees the latest file, keys it does not touch survive, and the new
     /// content replaces the old by rename, so a reader sees the old or the

@@ -221,3 +221,23 @@ fn alias_bombs_and_deep_nesting_are_refused_quickly() {
     );
     let _ = parse(&deep);
 }
+
+#[test]
+fn a_refusal_names_the_json_path_from_the_published_schema() {
+    let err = parse("name: Bad_Name\nversion: '1'\nlionagi: '>=0.9'\ncapabilities:\n  tools: [{name: t, target: nocolon}]\n")
+        .expect_err("refused");
+    let Error::ManifestInvalid { path, reason } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(path, Path::new("plugin.yaml"));
+    assert!(reason.contains("at /name"), "{reason}");
+    assert!(
+        reason.contains("at /capabilities/tools/0/target"),
+        "{reason}"
+    );
+    // A provider definition likewise.
+    let err =
+        plugin_trust::ProviderDefinition::parse(b"name: ok\nbinary: b\nenv_keys: ['NOT OK']\n")
+            .expect_err("refused");
+    assert!(err.contains("at /env_keys/0"), "{err}");
+}

@@ -269,3 +269,87 @@ fn exhaustion_is_an_error() {
         Err(Error::ScriptExhausted { calls: 0 })
     ));
 }
+
+mod schema_agreement {
+    //! The typed parser and the published schema
+    //! (`docs/schemas/script.schema.json`) read scripts alike: whatever the
+    //! parser accepts the schema accepts (so `Error::Schema` never fires on
+    //! a good script), and whatever the schema refuses the parser refuses.
+
+    use config_schema::{ConfigKind, validate};
+    use proptest::prelude::*;
+    use providers_scripted::{Error, ScriptModel};
+    use serde_json::{Value, json};
+
+    fn field_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(json!("s")),
+            Just(json!(3)),
+            Just(json!(-1)),
+            Just(json!(70000)),
+            Just(json!(true)),
+            Just(json!(null)),
+            Just(json!([])),
+            Just(json!(["a", "b"])),
+            Just(json!(["a", 1])),
+            Just(json!({})),
+            Just(json!({"k": 1})),
+        ]
+    }
+
+    fn entry() -> impl Strategy<Value = Value> {
+        let kind = prop_oneof![
+            Just(json!("text")),
+            Just(json!("tool_call")),
+            Just(json!("structured")),
+            Just(json!("stream")),
+            Just(json!("error")),
+            Just(json!("image")),
+            Just(json!(5)),
+        ];
+        let fields = prop::collection::btree_map(
+            prop_oneof![
+                Just("text"),
+                Just("id"),
+                Just("name"),
+                Just("arguments"),
+                Just("data"),
+                Just("chunks"),
+                Just("message"),
+                Just("status"),
+                Just("when"),
+                Just("extra"),
+            ],
+            field_value(),
+            0..4,
+        );
+        (prop::option::of(kind), fields).prop_map(|(kind, fields)| {
+            let mut o = serde_json::Map::new();
+            if let Some(k) = kind {
+                o.insert("type".into(), k);
+            }
+            for (k, v) in fields {
+                o.insert(k.into(), v);
+            }
+            Value::Object(o)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_parser_and_the_schema_agree(entries in prop::collection::vec(entry(), 0..4), wrap in any::<bool>()) {
+            let doc = if wrap {
+                json!({"mode": "auto", "responses": entries})
+            } else {
+                Value::Array(entries)
+            };
+            let parsed = ScriptModel::from_value(&doc);
+            prop_assert!(!matches!(parsed, Err(Error::Schema(_))), "parser accepted what the schema refused: {doc}");
+            if validate(ConfigKind::Script, "s", &doc).is_err() {
+                prop_assert!(parsed.is_err(), "schema refused, parser accepted: {doc}");
+            } else {
+                prop_assert!(parsed.is_ok(), "schema accepted, parser refused: {doc}: {:?}", parsed.err());
+            }
+        }
+    }
+}

@@ -261,3 +261,33 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn check_names_the_file_the_json_path_and_the_expectation() {
+    let (dir, path) = commented_file();
+    // The commented file is valid.
+    SettingsFile::at(&path).check().expect("valid");
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "# mine\nsecrets:\n  lookup:\n    argv: \"pass show s3cr3t-value\"\ndisabled_plugins: [ok, 7]\n",
+    )
+    .expect("write");
+    let err = SettingsFile::at(&bad).check().expect_err("refused");
+    let text = err.to_string();
+    assert!(text.contains(&*bad.to_string_lossy()), "{text}");
+    assert!(
+        text.contains("/secrets/lookup/argv") && text.contains("array"),
+        "{text}"
+    );
+    assert!(
+        text.contains("/disabled_plugins/1") && text.contains("string"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("s3cr3t-value"),
+        "values are not echoed: {text}"
+    );
+    // Loading stays lenient: the sections are read by their own views.
+    assert!(SettingsFile::at(&bad).load().is_ok());
+}
