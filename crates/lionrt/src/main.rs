@@ -55,7 +55,7 @@ enum Command {
     /// End a live session's leg from another terminal (id or unique prefix),
     /// or every session whose owner is gone (--all-stale).
     Kill(kill::KillArgs),
-    /// Mirror Claude Code and Codex transcripts into the state database (once, or tailing).
+    // Help text: on mirror::MirrorArgs (about and long_about).
     Mirror(mirror::MirrorArgs),
     /// The scripted provider's leg: prints an NDJSON file on stdout.
     #[command(name = "__scripted-leg", hide = true)]

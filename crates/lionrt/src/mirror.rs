@@ -25,11 +25,25 @@ pub(crate) enum SourceArg {
     Codex,
 }
 
-/// Tail ~/.claude/projects transcripts and ~/.codex/sessions rollouts and
-/// write them to the state database, so every Claude Code and Codex session
-/// shows up beside lionrt's own. Resumable and idempotent: each file is read
-/// from where the last pass stopped, and re-reading adds nothing.
+const LONG_ABOUT: &str = "\
+Mirror Claude Code and Codex transcripts into the state database.
+
+Tails ~/.claude/projects transcripts and ~/.codex/sessions rollouts and writes
+them to the state database as sessions of kind `mirrored`, so every Claude Code
+and Codex session shows up beside lionrt's own. Resumable and idempotent: each
+file is read from where the last pass stopped, and re-reading adds nothing. A
+session idle for --live-window is marked completed and returns to running
+(an audited override) when its transcript resumes.
+
+Exit status: 0; with --once, 2 when a transcript could not be read (the
+others were mirrored); 1 on any other error.";
+
+/// The options of `lionrt mirror`.
 #[derive(Debug, Args)]
+#[command(
+    about = "Mirror Claude Code and Codex transcripts into the state database (once, or tailing)",
+    long_about = LONG_ABOUT
+)]
 pub(crate) struct MirrorArgs {
     /// Do a single catch-up pass over existing transcripts and exit, instead
     /// of tailing for new ones (backfills history without leaving a process).
