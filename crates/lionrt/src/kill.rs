@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use clap::Args;
 use cli_supervisor::{OsSignaller, ProcTable};
-use lifecycle_core::{Actor, ActorType};
+use lifecycle_core::{Actor, ActorType, SessionRecorder};
 use runner::{Processes, SweepReport};
 use serde_json::json;
 
@@ -39,10 +39,17 @@ fn procs() -> Processes<'static> {
 }
 
 pub(crate) fn run(db: &Path, json: bool, args: KillArgs) -> Result<ExitCode> {
-    let store = open_store(db)?;
+    match crate::pg::url(db) {
+        Some(url) => kill_on(&crate::pg::open(&url)?, json, args),
+        None => kill_on(&open_store(db)?, json, args),
+    }
+}
+
+/// `kill` on any recorder: the SQLite file or a PostgreSQL database.
+fn kill_on<R: SessionRecorder>(store: &R, json: bool, args: KillArgs) -> Result<ExitCode> {
     if args.all_stale {
         let report =
-            runner::sweep_orphans(&store, &procs(), &crate::run::sweep_actor(), args.dry_run)?;
+            runner::sweep_orphans(store, &procs(), &crate::run::sweep_actor(), args.dry_run)?;
         print_sweep(json, args.dry_run, &report);
         return Ok(ExitCode::SUCCESS);
     }
@@ -57,7 +64,7 @@ pub(crate) fn run(db: &Path, json: bool, args: KillArgs) -> Result<ExitCode> {
         ActorType::Operator,
         format!("lionrt-kill-{}", std::process::id()),
     );
-    let report = runner::kill_session(&store, &procs(), &prefix, grace, &actor)?;
+    let report = runner::kill_session(store, &procs(), &prefix, grace, &actor)?;
     if json {
         out::json(&serde_json::to_value(&report)?);
     } else {

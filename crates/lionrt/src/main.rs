@@ -14,6 +14,7 @@ mod kill;
 mod mirror;
 mod out;
 mod outbox;
+mod pg;
 mod plugin;
 mod run;
 mod sandbox;
@@ -24,7 +25,8 @@ mod state;
 #[derive(Debug, Parser)]
 #[command(name = "lionrt", version, propagate_version = true)]
 struct Cli {
-    /// The state database (SQLite file).
+    /// The state database: a SQLite file, or a PostgreSQL URL for `run`
+    /// and `kill` (the password is never printed).
     #[arg(long, global = true, env = "LIONRT_DB", default_value = "state.db")]
     db: PathBuf,
     /// Print machine-readable JSON instead of tables.
@@ -75,6 +77,10 @@ fn main() -> ExitCode {
         )
         .init();
     let cli = Cli::parse();
+    if let Err(e) = pg::check(&cli) {
+        out::error(&e);
+        return ExitCode::from(1);
+    }
     let result = match cli.command {
         Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
         Command::Admission(cmd) => admission::run(cli.json, cmd),

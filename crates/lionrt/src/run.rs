@@ -17,7 +17,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use cli_supervisor::{LookupConfig, OsSignaller, ProcTable, SettingsFile, Watchdogs};
-use lifecycle_core::{Actor, ActorType, Cancellation};
+use lifecycle_core::{Actor, ActorType, Cancellation, SessionRecorder};
 use providers_core::normalize_effort;
 use providers_scripted::ScriptModel;
 use runner::{LegProgram, Processes, ProviderChoice, RunConfig, RunReport};
@@ -112,8 +112,23 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         ActorType::Executor,
         format!("lionrt-{}", std::process::id()),
     );
-    let store = Arc::new(Store::new(Engine::create(db, EngineConfig::default())?));
-    sweep_before_run(&store);
+    match crate::pg::url(db) {
+        Some(url) => execute(Arc::new(crate::pg::open(&url)?), config, json),
+        None => execute(
+            Arc::new(Store::new(Engine::create(db, EngineConfig::default())?)),
+            config,
+            json,
+        ),
+    }
+}
+
+/// Sweeps, runs the job on `store` and prints its report (any recorder:
+/// the SQLite file or a PostgreSQL database).
+fn execute<R>(store: Arc<R>, config: RunConfig, json: bool) -> Result<ExitCode>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    sweep_before_run(&*store);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -163,7 +178,7 @@ fn provider_choice(args: &RunArgs) -> Result<ProviderChoice> {
 
 /// The sweep at the start of every run: sessions whose owner is provably
 /// gone end as orphaned. A failing sweep never stops the run (logged).
-fn sweep_before_run(store: &Store) {
+fn sweep_before_run<R: SessionRecorder>(store: &R) {
     let actor = sweep_actor();
     let procs = Processes {
         table: &ProcTable,

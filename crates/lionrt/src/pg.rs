@@ -1,0 +1,43 @@
+//! `--db postgres://…` (or `host=… dbname=…`): the commands whose store is
+//! a session recorder (`run`, `kill`) run on PostgreSQL through
+//! `state-postgres`; the others refuse such a `--db` before touching it.
+//! The connection string is only ever shown redacted ([`DbUrl`]).
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use state_postgres::{DbUrl, PgConfig, PgEngine, PgStore};
+
+use crate::{Cli, Command};
+
+/// The schema the tables live in (`LIONRT_PG_SCHEMA`, default `lionrt`).
+const SCHEMA_VAR: &str = "LIONRT_PG_SCHEMA";
+
+/// The PostgreSQL connection string `--db` names, if it names one.
+pub(crate) fn url(db: &Path) -> Option<DbUrl> {
+    db.to_str()
+        .filter(|s| DbUrl::looks_like_postgres(s))
+        .map(DbUrl::new)
+}
+
+/// Refuses a PostgreSQL `--db` on a command that only works on SQLite, so
+/// that the string never reaches a file path (or an error naming one).
+pub(crate) fn check(cli: &Cli) -> Result<()> {
+    let Some(url) = url(&cli.db) else {
+        return Ok(());
+    };
+    let name = match &cli.command {
+        Command::State(_) => "state",
+        Command::Outbox(_) => "outbox",
+        Command::Mirror(_) => "mirror",
+        _ => return Ok(()),
+    };
+    bail!("`lionrt {name}` does not take a PostgreSQL --db yet ({url}); `run` and `kill` do")
+}
+
+/// Opens the PostgreSQL store `url` names (migrating its schema).
+pub(crate) fn open(url: &DbUrl) -> Result<PgStore> {
+    let schema = std::env::var(SCHEMA_VAR).unwrap_or_else(|_| "lionrt".to_owned());
+    let engine = PgEngine::open(&PgConfig::new(url.clone()).with_schema(schema))?;
+    Ok(PgStore::new(engine))
+}
