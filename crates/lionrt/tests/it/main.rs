@@ -8,6 +8,7 @@ mod import;
 mod mirror;
 mod outbox;
 mod plugin;
+mod plugin_settings;
 mod postgres;
 mod run;
 mod sandbox;
