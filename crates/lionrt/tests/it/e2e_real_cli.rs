@@ -199,7 +199,9 @@ fn check_recorded(cli: &str, resume_looks_right: impl Fn(&str) -> bool) {
         log("requests.log"),
     );
     let report: serde_json::Value =
-        serde_json::from_str(log("lionrt.out").trim()).expect("lionrt --json report");
+        // `--json` streams NDJSON events first; the report is the last line.
+        serde_json::from_str(log("lionrt.out").trim().lines().last().unwrap_or_default())
+            .expect("lionrt --json report");
     let session = format!("e2e-{cli}");
     let db = work.path().join("state.db");
     assert_eq!(report["session"], session.as_str());
@@ -626,4 +628,90 @@ fn responses_sse() -> String {
         ),
     ]);
     sse(&events)
+}
+
+/// The drift that made forwarded MCP secrets vanish: codex 0.171 reads
+/// `--profile NAME` from `$CODEX_HOME/NAME.config.toml` with top-level
+/// server tables. The real codex is asked what it loaded from the files and
+/// overrides lionrt's codex provider produces.
+#[test]
+fn codex_loads_the_forwarded_mcp_secrets_from_the_profile_written_for_it() {
+    use providers_core::{AgentRequest, ForwardedMcp, Provider as _, apply_forwarded_mcp_servers};
+    if std::env::var_os(WORKER).is_some() {
+        return;
+    }
+    let cache = match install().and_then(|c| namespace_usable().map(|()| c)) {
+        Ok(cache) => cache,
+        Err(reason) => {
+            skip("codex-mcp-profile", &reason);
+            return;
+        }
+    };
+    let home = tempfile::tempdir().expect("home");
+    let codex_home = home.path().join(".codex");
+    std::fs::create_dir_all(&codex_home).expect("codex home");
+    let mut request = AgentRequest::new("p");
+    let servers = serde_json::json!({
+        "github": {"command": "gh-mcp", "args": ["--stdio"], "env": {"GH_TOKEN": "ghp_e2e_SECRET"}},
+        "docs": {"url": "http://127.0.0.1:9/mcp", "http_headers": {"Authorization": "Bearer e2e_HDR"}}
+    });
+    let forwarded = ForwardedMcp {
+        servers: servers.as_object().cloned().unwrap_or_default(),
+        exclusive: false,
+    };
+    assert!(apply_forwarded_mcp_servers(
+        "codex",
+        &mut request.kwargs,
+        &forwarded
+    ));
+    request.kwargs.insert(
+        "mcp_profile_dir".into(),
+        serde_json::json!(codex_home.to_string_lossy()),
+    );
+    let provider = providers_codex::CodexProvider {
+        program: cache.join(CODEX_BIN),
+    };
+    let inv = provider.invocation(&request).expect("invocation");
+    assert!(!inv.argv.join(" ").contains("SECRET") && !inv.argv.join(" ").contains("e2e_HDR"));
+    for file in &inv.files {
+        file.write_owner_only().expect("write profile");
+    }
+    // The overrides and the profile, as global options of `codex mcp list`.
+    let mut options = Vec::new();
+    let mut it = inv.argv.iter();
+    while let Some(arg) = it.next() {
+        if arg == "-c" || arg == "--profile" {
+            options.push(arg.clone());
+            options.push(it.next().expect("a value").clone());
+        }
+    }
+    let out = Command::new("unshare")
+        .args(unshare_args())
+        .arg("--")
+        .arg(cache.join(CODEX_BIN))
+        .args(&options)
+        .args(["mcp", "list", "--json"])
+        .envs(inv.env.iter())
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("codex mcp list");
+    assert!(out.status.success(), "{out:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let server = |name: &str| {
+        listed
+            .as_array()
+            .and_then(|a| a.iter().find(|s| s["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} listed: {listed}"))
+    };
+    assert_eq!(
+        server("github")["transport"]["env"]["GH_TOKEN"],
+        "ghp_e2e_SECRET",
+        "{listed}"
+    );
+    assert!(
+        server("docs").to_string().contains("Bearer e2e_HDR"),
+        "{listed}"
+    );
 }
