@@ -405,9 +405,13 @@ fn deliver(store: &SqliteOutbox, json: bool, args: DeliverArgs) -> Result<()> {
                 deliver_due_concurrent(&store, &transport, &SystemClock, &config, workers)
             });
             // A scan in progress finishes before the loop looks at SIGINT, so
-            // no claim is left half-done by the operator's interrupt.
-            let report = scan.await??;
-            print_report(json, &report);
+            // no claim is left half-done by the operator's interrupt. A failed
+            // scan (e.g. the database stayed locked) is reported and the watch
+            // goes on: its claimed rows come back when their lease runs out.
+            match scan.await? {
+                Ok(report) => print_report(json, &report),
+                Err(e) => out::error(&anyhow::Error::from(e).context("scan failed")),
+            }
             tokio::select! {
                 _ = &mut sigint => return Ok::<(), anyhow::Error>(()),
                 () = tokio::time::sleep(interval) => {}

@@ -36,24 +36,25 @@
 //!
 #![doc = include_str!("../README.md")]
 //!
-//! **Performance** (`cargo bench -p outbox`, each pair interleaved in one
-//! run on the shared 2-core build machine at load average 5-6; ratio = floor
-//! time / outbox time, so 1.0 means as fast as the floor):
+//! **Performance** (`cargo bench -p outbox`; each floor/outbox pair runs
+//! interleaved in one run, on the shared 2-core build machine at load
+//! average 5-6; ratio = floor time / outbox time, so 1.0 means as fast as
+//! the floor; ranges over three runs):
 //!
 //! | bench | floor | ratio |
 //! |---|---|---|
-//! | `enqueue_dispatch` | one bare autocommit INSERT of the row | 0.57-0.60 |
-//! | `deliver_due`, no-op transport, 100 rows | snapshot SELECT + per row two IMMEDIATE transactions (guarded UPDATE + history INSERT) | 0.85-1.09 |
-//! | `deliver_due`, `/bin/true`, 20 rows | 20 bare spawn+wait of `/bin/true` | 0.53-0.71 |
-//! | `deliver_due_concurrent` (2 in flight), same | same | 0.74-1.19 |
+//! | `enqueue_dispatch` | one bare autocommit INSERT of the row | 0.57-0.62 |
+//! | `deliver_due`, no-op transport, 100 rows | snapshot SELECT + per row two IMMEDIATE transactions (guarded UPDATE + history INSERT) | 0.85-1.01 |
+//! | `deliver_due_concurrent`, 1 in flight (finish write pipelined), `/bin/true`, 20 rows | 20 bare spawn+wait of `/bin/true` | 0.91-1.05 |
+//! | `deliver_due_concurrent`, 2 in flight, same | same | 0.75-1.24 |
 //!
-//! The enqueue bound is physical: the row's INSERT dirties 5 pages (table,
-//! primary key, dedup key, due and written indexes), the enqueue also writes
-//! its creation history row (table, two indexes, `sqlite_sequence`), 9 pages
-//! per commit in all; 5/9 is about the ratio measured. A sequential exec
-//! scan pays two commits per row (claim, finish) on top of the spawn, which
-//! on a loaded machine costs a third of a `/bin/true` spawn; with two rows
-//! in flight the commits overlap the spawns.
+//! Before the finish write was pipelined, the sequential exec scan measured
+//! 0.53-0.71: two commits per row (claim, finish) cost about a third of a
+//! `/bin/true` spawn on this machine. The enqueue bound is physical: the
+//! row's INSERT dirties 5 pages (table, primary key, dedup key, due and
+//! written indexes); the enqueue also writes its creation history row
+//! (table, two indexes, `sqlite_sequence`), 9 pages per commit in all, and
+//! 5/9 is about the ratio measured.
 //!
 //! Features: none.
 #![forbid(unsafe_code)]

@@ -99,6 +99,20 @@ pub struct ScanReport {
     pub missing: usize,
 }
 
+impl ScanReport {
+    fn absorb(&mut self, r: &ScanReport) {
+        self.claimed += r.claimed;
+        self.sent_ok += r.sent_ok;
+        self.send_failed += r.send_failed;
+        self.delivered += r.delivered;
+        self.rescheduled += r.rescheduled;
+        self.dead_lettered += r.dead_lettered;
+        self.expired += r.expired;
+        self.conflicts += r.conflicts;
+        self.missing += r.missing;
+    }
+}
+
 struct Scan<'a, S, T: ?Sized, C: ?Sized> {
     store: &'a S,
     transport: &'a T,
@@ -111,6 +125,15 @@ struct Scan<'a, S, T: ?Sized, C: ?Sized> {
 enum Step {
     Applied,
     Lost,
+}
+
+/// A sent row's result, still to be written.
+struct Finish {
+    id: String,
+    attempt: u32,
+    to: DispatchStatus,
+    code: &'static str,
+    patch: DispatchPatch,
 }
 
 /// Runs one scan: takes a snapshot of up to `config.batch` due rows, then for
@@ -150,7 +173,9 @@ where
         },
     };
     for row in rows {
-        scan.one(&row)?;
+        if let Some(f) = scan.one(&row)? {
+            scan.finish(f)?;
+        }
     }
     tracing::debug!(report = ?scan.report, "scan done");
     Ok(scan.report)
@@ -160,6 +185,8 @@ where
 /// transports (a spawned program, a network call): each row is still
 /// claimed, sent once and finished in its own transactions, so every rule of
 /// the sequential scan holds; only the order in which rows finish changes.
+/// With one worker, sends stay one at a time in snapshot order and only the
+/// finishing write of a sent row overlaps the next row's claim and send.
 /// The first store error stops the workers (each finishes its current row)
 /// and is returned.
 #[tracing::instrument(skip_all, fields(batch = config.batch, workers))]
@@ -178,9 +205,6 @@ where
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    if workers.get() == 1 {
-        return deliver_due(store, transport, clock, config);
-    }
     if config.lease.is_zero() {
         return Err(OutboxError::Config(
             "the claim lease must be longer than zero".into(),
@@ -189,6 +213,9 @@ where
     let rows = store
         .due(clock.now_micros(), config.batch)
         .map_err(OutboxError::store)?;
+    if workers.get() == 1 {
+        return pipelined(store, transport, clock, config, rows);
+    }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let failure: Mutex<Option<OutboxError>> = Mutex::new(None);
@@ -210,7 +237,11 @@ where
                         let Some(row) = rows.get(next.fetch_add(1, Ordering::SeqCst)) else {
                             break;
                         };
-                        if let Err(e) = scan.one(row) {
+                        let done = scan.one(row).and_then(|f| match f {
+                            Some(f) => scan.finish(f),
+                            None => Ok(()),
+                        });
+                        if let Err(e) = done {
                             stop.store(true, Ordering::SeqCst);
                             if let Ok(mut f) = failure.lock() {
                                 f.get_or_insert(e);
@@ -234,17 +265,97 @@ where
         ..ScanReport::default()
     };
     for r in reports {
-        report.claimed += r.claimed;
-        report.sent_ok += r.sent_ok;
-        report.send_failed += r.send_failed;
-        report.delivered += r.delivered;
-        report.rescheduled += r.rescheduled;
-        report.dead_lettered += r.dead_lettered;
-        report.expired += r.expired;
-        report.conflicts += r.conflicts;
-        report.missing += r.missing;
+        report.absorb(&r);
     }
     tracing::debug!(report = ?report, "concurrent scan done");
+    Ok(report)
+}
+
+/// One row in flight, with its finishing write overlapped: the finishing
+/// move of a sent row is written by a second thread while this one claims
+/// and sends the next row. Sends stay strictly one at a time and in
+/// snapshot order; each move is still its own transaction.
+fn pipelined<S, T, C>(
+    store: &S,
+    transport: &T,
+    clock: &C,
+    config: &ScanConfig,
+    rows: Vec<DispatchRow>,
+) -> Result<ScanReport, OutboxError>
+where
+    S: OutboxStore + Sync,
+    T: Transport + Sync + ?Sized,
+    C: Clock + ?Sized,
+{
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let actor = config.actor.clone().unwrap_or_else(scheduler_actor);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Finish>(1);
+    let (mut report, finished) = std::thread::scope(|s| {
+        let (stop, finisher_actor) = (&stop, actor.clone());
+        let finisher = s.spawn(move || {
+            let mut scan = Scan {
+                store,
+                transport,
+                clock,
+                config,
+                actor: finisher_actor,
+                report: ScanReport::default(),
+            };
+            let mut failed = None;
+            for f in rx {
+                if failed.is_none()
+                    && let Err(e) = scan.finish(f)
+                {
+                    stop.store(true, Ordering::SeqCst);
+                    failed = Some(e);
+                }
+            }
+            (scan.report, failed)
+        });
+        let mut scan = Scan {
+            store,
+            transport,
+            clock,
+            config,
+            actor,
+            report: ScanReport::default(),
+        };
+        let mut failed = None;
+        for row in &rows {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            match scan.one(row) {
+                Ok(Some(f)) => {
+                    if tx.send(f).is_err() {
+                        break;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        let finished = finisher
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((scan.report, finished)),
+        }
+    })?;
+    let (finish_report, finish_failed) = finished;
+    if let Some(e) = finish_failed {
+        return Err(e);
+    }
+    report.absorb(&finish_report);
+    report.examined = rows.len();
+    tracing::debug!(report = ?report, "pipelined scan done");
     Ok(report)
 }
 
@@ -256,7 +367,7 @@ where
 {
     fn mv(
         &mut self,
-        row: &DispatchRow,
+        id: &str,
         from: DispatchStatus,
         expected_attempt: u32,
         to: DispatchStatus,
@@ -264,7 +375,7 @@ where
         patch: DispatchPatch,
     ) -> Result<Step, OutboxError> {
         let mv = DispatchMove {
-            id: row.id.clone(),
+            id: id.to_owned(),
             from,
             to,
             expected_attempt,
@@ -285,17 +396,17 @@ where
                 Ok(Step::Applied)
             }
             MoveOutcome::Conflict { current, attempt } => {
-                tracing::debug!(id = %row.id, %current, attempt, "dispatch changed under the scan; skipped");
+                tracing::debug!(id, %current, attempt, "dispatch changed under the scan; skipped");
                 self.report.conflicts += 1;
                 Ok(Step::Lost)
             }
             MoveOutcome::Rejected { current } => {
-                tracing::warn!(id = %row.id, %current, %to, "policy refused a scan move; skipped");
+                tracing::warn!(id, %current, %to, "policy refused a scan move; skipped");
                 self.report.conflicts += 1;
                 Ok(Step::Lost)
             }
             MoveOutcome::NotFound => {
-                tracing::debug!(id = %row.id, "dispatch purged under the scan; skipped");
+                tracing::debug!(id, "dispatch purged under the scan; skipped");
                 self.report.missing += 1;
                 Ok(Step::Lost)
             }
@@ -311,17 +422,19 @@ where
         }
     }
 
-    fn one(&mut self, row: &DispatchRow) -> Result<(), OutboxError> {
+    /// Acts on one snapshotted row; after a send, returns the finishing
+    /// move still to write.
+    fn one(&mut self, row: &DispatchRow) -> Result<Option<Finish>, OutboxError> {
         let now = self.clock.now_micros();
         let from = row.status;
         let due_at = row.next_attempt_at.unwrap_or(i64::MIN);
         let expired = row.expires_at.is_some_and(|e| e <= now);
         match from {
             // A live claim is never taken over, expired deadline or not.
-            DispatchStatus::Delivering if due_at > now => return Ok(()),
-            DispatchStatus::Pending if due_at > now && !expired => return Ok(()),
+            DispatchStatus::Delivering if due_at > now => return Ok(None),
+            DispatchStatus::Pending if due_at > now && !expired => return Ok(None),
             DispatchStatus::Pending | DispatchStatus::Delivering => {}
-            _ => return Ok(()),
+            _ => return Ok(None),
         }
         let clear = DispatchPatch {
             next_attempt_at: Some(None),
@@ -329,14 +442,14 @@ where
         };
         if expired {
             self.mv(
-                row,
+                &row.id,
                 from,
                 row.attempt,
                 DispatchStatus::Expired,
                 codes::EXPIRED_DEADLINE,
                 clear,
             )?;
-            return Ok(());
+            return Ok(None);
         }
         let lease_until = now.saturating_add(micros(self.config.lease));
         if row.attempt >= row.max_attempts {
@@ -349,7 +462,7 @@ where
                     ..DispatchPatch::default()
                 };
                 let step = self.mv(
-                    row,
+                    &row.id,
                     from,
                     row.attempt,
                     DispatchStatus::Delivering,
@@ -357,18 +470,18 @@ where
                     claim,
                 )?;
                 if let Step::Lost = step {
-                    return Ok(());
+                    return Ok(None);
                 }
             }
             self.mv(
-                row,
+                &row.id,
                 DispatchStatus::Delivering,
                 row.attempt,
                 DispatchStatus::DeadLetter,
                 Self::exhausted_reason(row),
                 clear,
             )?;
-            return Ok(());
+            return Ok(None);
         }
         let attempt = row.attempt + 1;
         let claim = DispatchPatch {
@@ -377,14 +490,14 @@ where
             last_error: None,
         };
         if let Step::Lost = self.mv(
-            row,
+            &row.id,
             from,
             row.attempt,
             DispatchStatus::Delivering,
             codes::DELIVERING_ATTEMPT,
             claim,
         )? {
-            return Ok(());
+            return Ok(None);
         }
         self.report.claimed += 1;
         let sent = self.transport.send(&Delivery {
@@ -396,8 +509,7 @@ where
         });
         let after = self.clock.now_micros();
         let retry_at = after.saturating_add(micros(self.config.backoff.after(attempt)));
-        let d = DispatchStatus::Delivering;
-        match sent {
+        let (to, code, patch) = match sent {
             Ok(()) if !row.ack_required => {
                 self.report.sent_ok += 1;
                 let patch = DispatchPatch {
@@ -405,14 +517,11 @@ where
                     last_error: Some(None),
                     ..DispatchPatch::default()
                 };
-                self.mv(
-                    row,
-                    d,
-                    attempt,
+                (
                     DispatchStatus::Delivered,
                     codes::DELIVERED_TRANSPORT_OK,
                     patch,
-                )?;
+                )
             }
             Ok(()) => {
                 // Ack-required: back to pending to wait for the ack; the
@@ -424,14 +533,7 @@ where
                     last_error: Some(None),
                     ..DispatchPatch::default()
                 };
-                self.mv(
-                    row,
-                    d,
-                    attempt,
-                    DispatchStatus::Pending,
-                    codes::PENDING_RETRY_BACKOFF,
-                    patch,
-                )?;
+                (DispatchStatus::Pending, codes::PENDING_RETRY_BACKOFF, patch)
             }
             Err(e) => {
                 self.report.send_failed += 1;
@@ -454,9 +556,28 @@ where
                     last_error: Some(Some(e.0)),
                     ..DispatchPatch::default()
                 };
-                self.mv(row, d, attempt, to, code, patch)?;
+                (to, code, patch)
             }
-        }
-        Ok(())
+        };
+        Ok(Some(Finish {
+            id: row.id.clone(),
+            attempt,
+            to,
+            code,
+            patch,
+        }))
+    }
+
+    /// Writes a sent row's result (its own transaction).
+    fn finish(&mut self, f: Finish) -> Result<(), OutboxError> {
+        self.mv(
+            &f.id,
+            DispatchStatus::Delivering,
+            f.attempt,
+            f.to,
+            f.code,
+            f.patch,
+        )
+        .map(|_| ())
     }
 }

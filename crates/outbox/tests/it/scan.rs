@@ -476,18 +476,25 @@ fn acking_a_terminal_row_is_an_error() {
     assert!(ack_dispatch(&store, "nope", &actor()).is_err());
 }
 
-/// Runs the same workload sequentially and with `workers` rows in flight and
-/// returns each row's (status, attempt, sends), in enqueue order.
-fn workload<S: OutboxStore + Sync>(store: &S, workers: usize) -> Vec<(DispatchStatus, u32, usize)> {
+/// Runs one workload through plain `deliver_due` (`None`) or with
+/// `workers` rows in flight, and returns each row's (status, attempt,
+/// sends), in enqueue order.
+fn workload<S: OutboxStore + Sync>(
+    store: &S,
+    workers: Option<usize>,
+) -> Vec<(DispatchStatus, u32, usize)> {
     let clock = clock();
     let t = Counting::default();
     let ids: Vec<String> = (0..40u32)
         .map(|i| enqueue(store, &clock, dispatch(1 + i % 3, i % 4 == 0)))
         .collect();
-    let workers = std::num::NonZeroUsize::new(workers).expect("workers");
     for round in 0..6 {
         t.set_fail(round % 2 == 1);
-        outbox::deliver_due_concurrent(store, &t, &clock, &config(), workers).expect("scan");
+        match workers.and_then(std::num::NonZeroUsize::new) {
+            Some(n) => outbox::deliver_due_concurrent(store, &t, &clock, &config(), n),
+            None => deliver_due(store, &t, &clock, &config()),
+        }
+        .expect("scan");
         clock.advance(Duration::from_secs(1000));
     }
     ids.iter()
@@ -500,18 +507,24 @@ fn workload<S: OutboxStore + Sync>(store: &S, workers: usize) -> Vec<(DispatchSt
 
 // contract: OBX-013
 #[test]
-fn concurrent_scans_follow_the_sequential_rules() {
-    let sequential = workload(&db().store, 1);
-    for workers in [2, 4] {
+fn concurrent_and_pipelined_scans_follow_the_sequential_rules() {
+    let sequential = workload(&db().store, None);
+    for workers in [1, 2, 4] {
         let db = db();
         assert_eq!(
-            workload(&db.store, workers),
+            workload(&db.store, Some(workers)),
             sequential,
             "{workers} workers"
         );
     }
-    let memory = test_support::MemoryOutbox::default();
-    assert_eq!(workload(&memory, 4), sequential);
+    for workers in [1, 4] {
+        let memory = test_support::MemoryOutbox::default();
+        assert_eq!(
+            workload(&memory, Some(workers)),
+            sequential,
+            "{workers} workers"
+        );
+    }
     assert!(
         sequential
             .iter()
