@@ -28,7 +28,8 @@ mod sweep;
 pub use error::{BoxError, Error};
 pub use lifecycle_core::SessionRecorder;
 pub use run::{
-    LegProgram, OnTerminal, ProviderChoice, RunConfig, RunReport, SandboxNote, event_role, run,
+    LegProgram, OnProgress, OnTerminal, Progress, ProviderChoice, RunConfig, RunReport,
+    SandboxNote, event_role, run,
 };
 pub use sweep::{
     GoneBecause, KillReport, ORPHAN_REASON, ORPHAN_STATUS, OwnerState, Processes, SweepReport,

@@ -78,6 +78,24 @@ impl ProviderChoice {
 /// and outbox crates plug in here). It cannot change the recorded outcome.
 pub type OnTerminal = Arc<dyn Fn(&RunReport) + Send + Sync>;
 
+/// What a run reports while it goes (for live progress): the leg's spawn,
+/// then every parsed stream event, in order, before it is recorded.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Progress<'a> {
+    /// The leg was spawned with this pid.
+    Spawned {
+        /// The leg's pid.
+        pid: i32,
+    },
+    /// One parsed stream event.
+    Event(&'a StreamEvent),
+}
+
+/// Called with the run's [`Progress`] on the runner's task; it must not
+/// block (print, or send to a channel).
+pub type OnProgress = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
+
 /// Everything one run needs. The binary builds it (and reads the
 /// environment and settings); the runner reads nothing itself.
 pub struct RunConfig {
@@ -102,10 +120,21 @@ pub struct RunConfig {
     /// The orphan guard's grace: if the runner's process dies, the leg's
     /// group gets SIGTERM, this long, then SIGKILL.
     pub orphan_grace: Duration,
+    /// Whether the leg also gets a cgroup of its own (where cgroup v2 is
+    /// writable): `cgroup.kill` then reaches descendants that left the
+    /// process group with `setsid()`.
+    pub containment: ContainmentPolicy,
     /// Who records the run.
     pub actor: Actor,
     /// The terminal callback, after commit.
     pub on_terminal: Option<OnTerminal>,
+    /// The progress observer (spawn and every stream event).
+    pub on_progress: Option<OnProgress>,
+    /// The provider's session/thread id to resume.
+    pub resume: Option<String>,
+    /// Provider-specific request fields by name (checked by the provider
+    /// against its flag metadata when the invocation is built).
+    pub kwargs: serde_json::Map<String, Value>,
 }
 
 impl std::fmt::Debug for RunConfig {
@@ -121,7 +150,8 @@ impl std::fmt::Debug for RunConfig {
 
 impl RunConfig {
     /// A config with the defaults: no sandbox, no effort or model, default
-    /// watchdogs, no secret lookup, a 500 ms orphan grace, actor
+    /// watchdogs, no secret lookup, a 500 ms orphan grace, a cgroup where
+    /// available, actor
     /// `executor:runner-<pid>`, no terminal callback.
     pub fn new(
         session_id: impl Into<String>,
@@ -140,11 +170,15 @@ impl RunConfig {
             watchdogs: Watchdogs::default(),
             secret_lookup: LookupConfig::NotConfigured,
             orphan_grace: Duration::from_millis(500),
+            containment: ContainmentPolicy::CgroupIfAvailable { parent: None },
             actor: Actor::new(
                 lifecycle_core::ActorType::Executor,
                 format!("runner-{}", std::process::id()),
             ),
             on_terminal: None,
+            on_progress: None,
+            resume: None,
+            kwargs: serde_json::Map::new(),
         }
     }
 }
@@ -316,8 +350,8 @@ where
         model: config.model.clone(),
         effort: config.effort,
         workspace: Some(agent_dir.clone()),
-        resume: None,
-        kwargs: Default::default(),
+        resume: config.resume.clone(),
+        kwargs: config.kwargs.clone(),
     };
     let leg = drive(&recorder, &config, &request, cancel.as_mut()).await;
     let report = match leg {
@@ -328,6 +362,14 @@ where
         }
     };
     finish(recorder, config, report, sandbox).await
+}
+
+fn observe(config: &RunConfig, events: &[StreamEvent]) {
+    if let Some(observe) = &config.on_progress {
+        for event in events {
+            observe(Progress::Event(event));
+        }
+    }
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -423,7 +465,7 @@ where
     };
     spec.default_watchdogs = config.watchdogs;
     spec.secret_lookup = config.secret_lookup.clone();
-    spec.containment = ContainmentPolicy::CgroupIfAvailable { parent: None };
+    spec.containment = config.containment.clone();
     spec.orphan_guard = Some(config.orphan_grace);
     Ok((spec, stdin))
 }
@@ -483,6 +525,11 @@ where
     };
     report.leg = LegEnd::SupervisionFailed;
     report.exit_status = "running".into();
+    if let Some(observe) = &config.on_progress {
+        observe(Progress::Spawned {
+            pid: leg.record().pid,
+        });
+    }
     if let (Some(bytes), Some(mut pipe)) = (stdin, leg.take_stdin()) {
         if let Err(source) = pipe.write_all(&bytes).await {
             let _ = leg.end().await;
@@ -525,6 +572,7 @@ where
             }
             Err(e) => break Some(e),
         };
+        observe(config, &events);
         if let Err(e) = record(recorder, &config.session_id, &events, &mut seq, &mut report).await {
             let _ = leg.end().await;
             return Err((report, e));
@@ -547,6 +595,7 @@ where
         return Err((report, e.into()));
     }
     let tail = parser.finish();
+    observe(config, &tail);
     if let Err(e) = record(recorder, &config.session_id, &tail, &mut seq, &mut report).await {
         let _ = leg.end().await;
         return Err((report, e));
