@@ -253,3 +253,69 @@ fn a_value_the_column_cannot_hold_is_a_typed_error_that_writes_nothing() {
         Err(PgStoreError::ColumnNotAllowed { .. })
     ));
 }
+
+/// The server URL with every transaction SERIALIZABLE.
+fn serializable(url: &str) -> String {
+    let opt = "-c default_transaction_isolation=serializable";
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!(
+            "{url}{sep}options={}",
+            opt.replace(' ', "%20").replace('=', "%3D")
+        )
+    } else {
+        format!("{url} options='{opt}'")
+    }
+}
+
+#[test]
+fn serialization_failures_are_retried_until_every_move_applies() {
+    let Some(url) = server("serializable") else {
+        return;
+    };
+    let schema = Schema::new(&url, "serializable");
+    let strict = serializable(&url);
+    let open = || {
+        state_postgres::PgStore::new(
+            state_postgres::PgEngine::open(
+                &state_postgres::PgConfig::new(strict.as_str())
+                    .with_schema(schema.name.clone())
+                    .with_pool_size(2),
+            )
+            .expect("open serializable"),
+        )
+    };
+    let store = open();
+    let mut c = store.engine().connect_direct().expect("direct");
+    let level: String = c
+        .query_one("SHOW transaction_isolation", &[])
+        .expect("show")
+        .get(0);
+    assert_eq!(level, "serializable");
+    create(&store, "s");
+    // Concurrent writers of one row under SERIALIZABLE: the losers get
+    // SQLSTATE 40001, and the store runs their transaction again.
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let store = open();
+            std::thread::spawn(move || {
+                for _ in 0..15 {
+                    let out = store
+                        .transition(&TransitionCommand::new(
+                            "session",
+                            "s",
+                            "running",
+                            Reason::new("run.started.ok"),
+                            actor(),
+                        ))
+                        .expect("every move applies after its retries");
+                    assert_eq!(out.result, OutcomeKind::Applied);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("thread");
+    }
+    assert_eq!(store.history("session", "s").expect("history").len(), 61);
+}
