@@ -24,9 +24,12 @@
 //! a 2000-line Claude Code mix into a fresh file database, against a bare
 //! `serde_json::Value` parse of the same lines, ratio of interleaved
 //! medians), measured on 2 cores at a load average of about 5 (other builds
-//! running, so runs vary by ±0.1): 0.41 to 0.43 on ext4 (virtio disk, WAL
-//! writes and checkpoint fsyncs included), 0.37 to 0.50 on tmpfs
-//! (`LIONRT_BENCH_DIR=/dev/shm`). The 0.5 target is not reliably met: the
+//! running; the floor alone varied from 119k to 280k lines/s between runs):
+//! 0.36, 0.44 and 0.58 in three runs on ext4 (virtio disk, WAL writes and
+//! checkpoint fsyncs included) with the default batches of 2048 lines or
+//! 1.5 MiB (so the whole transcript is one commit; 512-line batches gave
+//! 0.29 to 0.40), and 0.37 to 0.50 on tmpfs (`LIONRT_BENCH_DIR=/dev/shm`,
+//! 512-line batches). The 0.5 target is not reliably met: the
 //! parse is a small share (a profile puts serde at about 8 % of the mirror's
 //! time); SQLite and the kernel's write path take most of it. Every message
 //! costs four B-tree inserts (the row, its id and session indexes, the

@@ -38,8 +38,11 @@ impl Default for MirrorConfig {
             codex_root: None,
             since: None,
             live_window: Duration::from_secs(300),
-            batch_lines: 512,
-            batch_bytes: 4 * 1024 * 1024,
+            // Few commits (each rewrites the pages it dirtied into the WAL),
+            // and a batch that stays under SQLite's default 2 MiB page cache
+            // so it does not spill to the WAL mid-transaction.
+            batch_lines: 2048,
+            batch_bytes: 1536 * 1024,
             max_line_bytes: 32 * 1024 * 1024,
         }
     }
