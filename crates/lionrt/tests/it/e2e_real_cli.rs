@@ -62,13 +62,18 @@ fn on_path(program: &str) -> bool {
 /// Installs (or finds) both CLIs; `Err` is the reason to skip.
 fn install() -> Result<PathBuf, String> {
     let cache = cache_dir();
+    std::fs::create_dir_all(&cache).map_err(|e| format!("creating {}: {e}", cache.display()))?;
+    // One installer at a time, across test threads and processes.
+    let lock = std::fs::File::create(cache.join(".install.lock"))
+        .map_err(|e| format!("creating the install lock: {e}"))?;
+    lock.lock()
+        .map_err(|e| format!("taking the install lock: {e}"))?;
     if cache.join(CLAUDE_BIN).is_file() && cache.join(CODEX_BIN).is_file() {
         return Ok(cache);
     }
     if !on_path("npm") {
         return Err("npm is not installed".into());
     }
-    std::fs::create_dir_all(&cache).map_err(|e| format!("creating {}: {e}", cache.display()))?;
     // The platform packages carry the native binaries; no install script
     // is needed (or run).
     let out = Command::new("npm")
@@ -636,6 +641,7 @@ fn responses_sse() -> String {
 /// overrides lionrt's codex provider produces.
 #[test]
 fn codex_loads_the_forwarded_mcp_secrets_from_the_profile_written_for_it() {
+    // contract: PRV-094
     use providers_core::{AgentRequest, ForwardedMcp, Provider as _, apply_forwarded_mcp_servers};
     if std::env::var_os(WORKER).is_some() {
         return;
