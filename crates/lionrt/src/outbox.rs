@@ -120,7 +120,7 @@ pub(crate) struct RetryArgs {
 #[derive(Debug, Args)]
 pub(crate) struct PurgeArgs {
     /// Delete this row, whatever its status.
-    #[arg(conflicts_with_all = ["status", "older_than"])]
+    #[arg(conflicts_with_all = ["status", "older_than", "dry_run"])]
     id: Option<String>,
     /// Bulk: rows in exactly this status (in-flight statuses included).
     #[arg(long)]

@@ -145,6 +145,10 @@ fn enqueue_deliver_show_ack_retry_purge() {
         ],
     ));
     assert_eq!(dry["ids"].as_array().map(Vec::len), Some(2), "{dry}");
+    // A dry run names no single row: `purge ID --dry-run` is refused rather
+    // than deleting for real.
+    let out = lionrt(&db, &["outbox", "purge", failed, "--dry-run"]);
+    assert!(!out.status.success());
     let gone = stdout_json(&lionrt(&db, &["--json", "outbox", "purge", failed]));
     assert_eq!(gone["status"], "pending");
     let all = stdout_json(&lionrt(&db, &["--json", "outbox", "ls"]));
