@@ -9,16 +9,25 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod admission;
+mod dbpath;
+mod doctor;
 mod import;
 mod kill;
+mod lifecycle;
+mod maintenance;
 mod mirror;
+mod monitor;
 mod out;
 mod outbox;
 mod pg;
 mod plugin;
+mod progress;
 mod run;
+mod runopts;
 mod sandbox;
+mod sessions;
 mod state;
+mod view;
 
 /// Runtime core for orchestrating AI coding agents: guarded lifecycle state,
 /// supervised agent legs, admission of MCP tools, sandboxes and plugins.
@@ -26,8 +35,9 @@ mod state;
 #[command(name = "lionrt", version, propagate_version = true)]
 struct Cli {
     /// The state database: a SQLite file, or a PostgreSQL URL for `run`
-    /// and `kill` (the password is never printed).
-    #[arg(long, global = true, env = "LIONRT_DB", default_value = "state.db")]
+    /// and `kill` (the password is never printed). Default:
+    /// $LIONAGI_HOME/state.db, else ~/.lionagi/state.db.
+    #[arg(long, global = true, env = "LIONRT_DB", default_value_os_t = dbpath::default_db())]
     db: PathBuf,
     /// Print machine-readable JSON instead of tables.
     #[arg(long, global = true)]
@@ -59,6 +69,23 @@ enum Command {
     Kill(kill::KillArgs),
     // Help text: on mirror::MirrorArgs (about and long_about).
     Mirror(mirror::MirrorArgs),
+    /// Read back recorded sessions: ls, show, messages (--follow).
+    #[command(subcommand)]
+    Sessions(sessions::SessionsCmd),
+    /// Everything in flight (open sessions and other open entities), once
+    /// or redrawn with --watch.
+    Monitor(monitor::MonitorArgs),
+    /// The status history of everything a run id names, as one timeline.
+    Lifecycle(lifecycle::LifecycleArgs),
+    /// Check the environment: SQLite and its WAL fix, the database,
+    /// settings, plugin dirs, agent CLIs on PATH, cgroup v2 and pidfd.
+    Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// The scripted provider's leg: prints an NDJSON file on stdout.
     #[command(name = "__scripted-leg", hide = true)]
     ScriptedLeg {
@@ -81,6 +108,17 @@ fn main() -> ExitCode {
         out::error(&e);
         return ExitCode::from(1);
     }
+    let creates_db = matches!(
+        cli.command,
+        Command::Run(_) | Command::Mirror(_) | Command::State(state::StateCmd::Init)
+    );
+    if creates_db
+        && !dbpath::is_url(&cli.db)
+        && let Err(e) = dbpath::ensure_parent(&cli.db)
+    {
+        out::error(&e);
+        return ExitCode::from(1);
+    }
     let result = match cli.command {
         Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
         Command::Admission(cmd) => admission::run(cli.json, cmd),
@@ -90,6 +128,15 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&cli.db, cli.json, args),
         Command::Kill(args) => kill::run(&cli.db, cli.json, args),
         Command::Mirror(args) => mirror::run(&cli.db, cli.json, args),
+        Command::Sessions(cmd) => sessions::run(&cli.db, cli.json, cmd),
+        Command::Monitor(args) => monitor::run(&cli.db, cli.json, args),
+        Command::Lifecycle(args) => lifecycle::run(&cli.db, cli.json, args),
+        Command::Doctor(args) => doctor::run(&cli.db, cli.json, args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "lionrt", &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::ScriptedLeg { script } => run::scripted_leg(&script),
     };
     match result {

@@ -71,6 +71,10 @@ pub(crate) struct RunArgs {
     /// removed, otherwise the sandbox is kept for `lionrt sandbox merge`.
     #[arg(long)]
     sandbox: bool,
+    #[command(flatten)]
+    live: crate::progress::LiveArgs,
+    #[command(flatten)]
+    agent: crate::runopts::AgentArgs,
 }
 
 /// The built-in demo script: one streamed answer.
@@ -112,6 +116,8 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         ActorType::Executor,
         format!("lionrt-{}", std::process::id()),
     );
+    crate::runopts::apply(db, args.provider, &args.agent, &mut config)?;
+    crate::progress::attach(&mut config, json, &args.live);
     match crate::pg::url(db) {
         Some(url) => execute(Arc::new(crate::pg::open(&url)?), config, json),
         None => execute(
@@ -141,11 +147,7 @@ where
     })?;
     let history = store.history("session", &report.session)?;
     print_report(json, &report, &history);
-    Ok(if report.ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ExitCode::from(crate::progress::exit_code(&report)))
 }
 
 fn provider_choice(args: &RunArgs) -> Result<ProviderChoice> {

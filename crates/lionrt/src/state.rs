@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use lifecycle_core::{
     Actor, ActorType, Health, HealthInput, HealthThresholds, InitialCommand, Liveness, Outcome,
     OutcomeKind, Override, Reason, SessionKind, TransitionCommand, TransitionRecord,
@@ -37,13 +37,38 @@ pub(crate) enum StateCmd {
     Transition(TransitionArgs),
     /// Print an entity's status history, oldest first.
     History {
-        /// Entity type (session, invocation, show, play, team, schedule_run, dispatch, schedule).
-        entity_type: String,
-        /// Entity id.
+        /// Entity type.
+        #[arg(value_enum)]
+        entity_type: EntityType,
+        /// Entity id or unique prefix.
         entity_id: String,
     },
-    /// Check the database (read-only) and classify every open session's health.
-    Health,
+    /// Check the database (read-only) and classify every session's health:
+    /// a count per class, then only the sessions that need attention
+    /// (orphan, dead, zombie).
+    Health {
+        /// List every session, healthy ones too.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Row counts per table, sessions per status, file pages (read-only).
+    Stats,
+    /// Move the write-ahead log into the database file and truncate it.
+    Checkpoint,
+    /// Rewrite the database file without its free pages (needs no other
+    /// writer; may take a while on a large store).
+    Vacuum,
+    /// Retention: delete sessions in a terminal status that ended longer
+    /// ago than --older-than, with their messages. Open sessions and the
+    /// status history are kept; an audit row records every prune.
+    Prune {
+        /// Age past which ended sessions go: 90s, 30m, 2h, 7d, 1w.
+        #[arg(long, value_parser = crate::view::parse_age, default_value = "30d")]
+        older_than: Duration,
+        /// Count what would go, delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// End every open session whose owner is provably gone (status failed,
     /// reason session.orphaned.no_process), signalling its leg's group only
     /// when the recorded start time still matches.
@@ -55,6 +80,44 @@ pub(crate) enum StateCmd {
     /// Import sessions, their messages and status history from a state.db
     /// written by the original lionagi, and report what was skipped.
     Import(crate::import::ImportArgs),
+}
+
+/// The entity types of the lifecycle store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EntityType {
+    /// An agent session (one supervised leg).
+    Session,
+    /// An invocation (a request that spawns sessions).
+    Invocation,
+    /// A show.
+    Show,
+    /// A play of a show.
+    Play,
+    /// A team.
+    Team,
+    /// A schedule.
+    Schedule,
+    /// One run of a schedule.
+    #[value(name = "schedule_run", alias = "schedule-run")]
+    ScheduleRun,
+    /// A dispatch of the outbox.
+    Dispatch,
+}
+
+impl EntityType {
+    /// The name the store uses.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Invocation => "invocation",
+            Self::Show => "show",
+            Self::Play => "play",
+            Self::Team => "team",
+            Self::Schedule => "schedule",
+            Self::ScheduleRun => "schedule_run",
+            Self::Dispatch => "dispatch",
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -76,7 +139,8 @@ pub(crate) struct CommonArgs {
 #[derive(Debug, Args)]
 pub(crate) struct CreateArgs {
     /// Entity type.
-    entity_type: String,
+    #[arg(value_enum)]
+    entity_type: EntityType,
     /// Entity id.
     entity_id: String,
     /// Initial status.
@@ -88,8 +152,9 @@ pub(crate) struct CreateArgs {
 #[derive(Debug, Args)]
 pub(crate) struct TransitionArgs {
     /// Entity type.
-    entity_type: String,
-    /// Entity id.
+    #[arg(value_enum)]
+    entity_type: EntityType,
+    /// Entity id or unique prefix.
     entity_id: String,
     /// Target status.
     to_status: String,
@@ -204,7 +269,7 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
         StateCmd::Create(a) => {
             let store = open_store(db)?;
             let out = store.create(&InitialCommand {
-                entity_type: a.entity_type,
+                entity_type: a.entity_type.as_str().to_owned(),
                 entity_id: a.entity_id,
                 status: a.status,
                 reason: reason(&a.common),
@@ -215,9 +280,10 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
         }
         StateCmd::Transition(a) => {
             let store = open_store(db)?;
+            let entity_id = resolve(&store, a.entity_type, &a.entity_id)?;
             let mut cmd = TransitionCommand::new(
-                &a.entity_type,
-                &a.entity_id,
+                a.entity_type.as_str(),
+                &entity_id,
                 &a.to_status,
                 reason(&a.common),
                 parse_actor(&a.common.actor)?,
@@ -241,14 +307,23 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
             entity_id,
         } => {
             let store = open_store(db)?;
-            let history = store.history(&entity_type, &entity_id)?;
-            if history.is_empty() && store.status_of(&entity_type, &entity_id)?.is_none() {
+            let entity_id = resolve(&store, entity_type, &entity_id)?;
+            let entity_type = entity_type.as_str();
+            let history = store.history(entity_type, &entity_id)?;
+            if history.is_empty() && store.status_of(entity_type, &entity_id)?.is_none() {
                 bail!("{entity_type} {entity_id:?} not found in {}", db.display());
             }
             print_history(json, &history);
             Ok(ExitCode::SUCCESS)
         }
-        StateCmd::Health => health(db, json),
+        StateCmd::Health { all } => health(db, json, all),
+        StateCmd::Stats => crate::maintenance::stats(db, json),
+        StateCmd::Checkpoint => crate::maintenance::checkpoint(db, json),
+        StateCmd::Vacuum => crate::maintenance::vacuum(db, json),
+        StateCmd::Prune {
+            older_than,
+            dry_run,
+        } => crate::maintenance::prune(db, json, older_than, dry_run),
         StateCmd::Import(a) => crate::import::run(db, json, a),
         StateCmd::Doctor { dry_run } => {
             let store = open_store(db)?;
@@ -264,7 +339,20 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
     }
 }
 
-fn health(db: &Path, json: bool) -> Result<ExitCode> {
+/// An id or unique prefix of `entity_type`, resolved on the store's file.
+/// An ambiguous prefix is refused; one matching no row is kept as given
+/// (its history may outlive a pruned row, and a transition on it reports
+/// the missing entity itself).
+fn resolve(store: &Store, entity_type: EntityType, prefix: &str) -> Result<String> {
+    let conn = store.engine().conn()?;
+    match state_sqlite::overview::resolve_id(&conn, entity_type.as_str(), prefix) {
+        Ok(id) => Ok(id),
+        Err(state_sqlite::StoreError::NoSuchId { .. }) => Ok(prefix.to_owned()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn health(db: &Path, json: bool, all: bool) -> Result<ExitCode> {
     let engine = ReadOnlyEngine::open(db, Duration::from_secs(5))?;
     let conn = engine.conn()?;
     let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
@@ -313,14 +401,33 @@ fn health(db: &Path, json: bool) -> Result<ExitCode> {
     }
     let ok = integrity == "ok";
     let sqlite = state_sqlite::linked_sqlite_version();
+    let name = |h: &Health| match h {
+        Health::Done => "done",
+        Health::Zombie => "zombie",
+        Health::Orphan => "orphan",
+        Health::Dead => "dead",
+        Health::Active => "active",
+    };
+    // Orphans, dead and zombie sessions need someone to look; done and
+    // active ones are listed only with --all.
+    let attention = |h: &Health| matches!(h, Health::Zombie | Health::Orphan | Health::Dead);
+    let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
+    for (_, _, h) in &sessions {
+        *counts.entry(name(h)).or_default() += 1;
+    }
+    let shown: Vec<_> = sessions
+        .iter()
+        .filter(|(_, _, h)| all || attention(h))
+        .collect();
     if json {
-        let list: Vec<Value> = sessions
+        let list: Vec<Value> = shown
             .iter()
             .map(|(id, status, h)| json!({"id": id, "status": status, "health": h}))
             .collect();
         out::json(&json!({
             "db": db, "integrity": integrity, "journal_mode": journal, "schema_version": version,
-            "sqlite": sqlite, "wal_reset_fix": has_wal_reset_fix(sqlite), "sessions": list,
+            "sqlite": sqlite, "wal_reset_fix": has_wal_reset_fix(sqlite),
+            "total": sessions.len(), "counts": counts, "all": all, "sessions": list,
         }));
     } else {
         out::line(format!("database   {}", db.display()));
@@ -335,16 +442,27 @@ fn health(db: &Path, json: bool) -> Result<ExitCode> {
                 " (lacks the WAL-reset fix!)"
             }
         ));
-        out::line(format!("sessions   {}", sessions.len()));
-        for (id, status, h) in &sessions {
-            let verdict = match h {
-                Health::Done => "done",
-                Health::Zombie => "zombie",
-                Health::Orphan => "orphan",
-                Health::Dead => "dead",
-                Health::Active => "active",
-            };
-            out::line(format!("  {id:<36} {status:<16} {verdict}"));
+        let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        out::line(format!(
+            "sessions   {}{}",
+            sessions.len(),
+            if summary.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", summary.join(", "))
+            }
+        ));
+        if !all && !shown.is_empty() {
+            out::line("needing attention:");
+        }
+        for (id, status, h) in &shown {
+            out::line(format!("  {id:<36} {status:<16} {}", name(h)));
+        }
+        if !all && shown.len() < sessions.len() {
+            out::line(format!(
+                "({} healthy session(s) not listed; --all lists every one)",
+                sessions.len() - shown.len()
+            ));
         }
     }
     Ok(if ok {

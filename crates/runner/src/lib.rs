@@ -21,6 +21,8 @@
 //!
 //! Features: none. Linux only (process groups, /proc).
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod run;
 mod sweep;

@@ -61,10 +61,11 @@ pub fn admin_events_of_kind(
     conn: &Connection,
     kind: &str,
 ) -> Result<Vec<(Option<String>, Value)>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT entity_id, detail_json FROM admin_events WHERE kind = ?1 ORDER BY id",
-    )?;
-    let rows = stmt.query_map([kind], |r| Ok((r.get::<_, Option<String>>(0)?, r.get::<_, String>(1)?)))?;
+    let mut stmt = conn
+        .prepare("SELECT entity_id, detail_json FROM admin_events WHERE kind = ?1 ORDER BY id")?;
+    let rows = stmt.query_map([kind], |r| {
+        Ok((r.get::<_, Option<String>>(0)?, r.get::<_, String>(1)?))
+    })?;
     let mut out = Vec::new();
     for row in rows {
         let (entity_id, detail) = row?;

@@ -88,6 +88,24 @@ pub enum StoreError {
     /// Any other SQLite error.
     #[error("sqlite error")]
     Sqlite(#[source] rusqlite::Error),
+    /// No entity id starts with the given prefix.
+    #[error("no {entity_type} id starts with {prefix:?}")]
+    NoSuchId {
+        /// The entity type.
+        entity_type: String,
+        /// The prefix asked for.
+        prefix: String,
+    },
+    /// More than one entity id starts with the given prefix.
+    #[error("{prefix:?} matches several {entity_type} ids ({}); give more characters", candidates.join(", "))]
+    AmbiguousId {
+        /// The entity type.
+        entity_type: String,
+        /// The prefix asked for.
+        prefix: String,
+        /// Some of the ids it matches.
+        candidates: Vec<String>,
+    },
     /// A stored JSON column did not parse.
     #[error("stored JSON is malformed")]
     Json(#[from] serde_json::Error),

@@ -39,6 +39,7 @@ mod error;
 mod hooks;
 mod migrate;
 mod mirror;
+pub mod overview;
 pub mod query;
 mod recorder;
 mod service;

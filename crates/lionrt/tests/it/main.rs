@@ -3,13 +3,16 @@
 mod admission;
 mod cancel;
 mod crash;
+mod doctor;
 mod e2e_real_cli;
 mod import;
+mod live;
 mod mirror;
 mod outbox;
 mod plugin;
 mod plugin_settings;
 mod postgres;
+mod reading;
 mod run;
 mod sandbox;
 mod state;
@@ -27,7 +30,10 @@ pub(crate) fn lionrt(db: &Path, args: &[&str]) -> Output {
         .expect("run lionrt")
 }
 
+/// The JSON on stdout; for `run --json`, which streams NDJSON events
+/// first, the last line (the report).
 pub(crate) fn stdout_json(out: &Output) -> serde_json::Value {
     let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    let text = text.trim().lines().last().unwrap_or_default();
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }

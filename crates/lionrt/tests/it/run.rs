@@ -23,7 +23,7 @@ fn the_main_job_records_a_supervised_session() {
     // session id, three text chunks and the final result at least.
     assert!(v["messages"].as_u64().is_some_and(|n| n >= 4), "{v}");
     assert_eq!(to_statuses(&v), ["running", "completed"]);
-    let health = stdout_json(&lionrt(&db, &["--json", "state", "health"]));
+    let health = stdout_json(&lionrt(&db, &["--json", "state", "health", "--all"]));
     assert_eq!(health["sessions"][0]["id"], "demo");
     assert_eq!(health["sessions"][0]["health"], "done");
 }

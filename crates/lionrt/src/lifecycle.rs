@@ -1,0 +1,76 @@
+//! `lionrt lifecycle RUN_ID`: the status history of everything a run id
+//! names (a session, invocation, play, schedule run, dispatch...), plus the
+//! sessions an invocation spawned, in one timeline.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use lifecycle_core::TransitionRecord;
+use serde_json::json;
+use state_sqlite::overview;
+
+use crate::out;
+use crate::view;
+
+#[derive(Debug, Args)]
+pub(crate) struct LifecycleArgs {
+    /// The id (or unique prefix) of a session, invocation, play, show,
+    /// team, schedule, schedule run or dispatch.
+    run_id: String,
+}
+
+pub(crate) fn run(db: &Path, json: bool, args: LifecycleArgs) -> Result<ExitCode> {
+    let (_engine, conn) = view::open_read(db)?;
+    let mut entities = overview::entities_with_id(&conn, &args.run_id)?;
+    if entities.is_empty() {
+        bail!(
+            "nothing in {} has an id starting with {:?}",
+            db.display(),
+            args.run_id
+        );
+    }
+    for (kind, id) in entities.clone() {
+        if kind == "invocation" {
+            for s in overview::sessions_of_invocation(&conn, &id)? {
+                if !entities.iter().any(|(k, i)| k == "session" && *i == s) {
+                    entities.push(("session".to_owned(), s));
+                }
+            }
+        }
+    }
+    let mut timeline: Vec<TransitionRecord> = Vec::new();
+    for (kind, id) in &entities {
+        timeline.extend(state_sqlite::query::history(&conn, kind, id)?);
+    }
+    timeline.sort_by_key(|t| (t.created_at, t.id));
+    if json {
+        let list: Vec<_> = entities
+            .iter()
+            .map(|(k, i)| json!({"entity_type": k, "id": i}))
+            .collect();
+        out::json(&json!({"entities": list, "transitions": timeline}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (kind, id) in &entities {
+        out::line(format!("{kind} {id}"));
+    }
+    out::line("");
+    out::line(format!(
+        "{:<27} {:<12} {:<28} {:<16} {:<16} REASON",
+        "AT", "TYPE", "ID", "FROM", "TO"
+    ));
+    for t in &timeline {
+        out::line(format!(
+            "{:<27} {:<12} {:<28} {:<16} {:<16} {}",
+            out::timestamp(t.created_at),
+            t.entity_type,
+            view::one_line(&t.entity_id, 28),
+            t.from_status.as_deref().unwrap_or("-"),
+            t.to_status,
+            t.reason_code
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,269 @@
+//! The agent options of `lionrt run`: `--resume`, provider options
+//! (`--set KEY=VALUE`, checked against the provider's flag metadata) and
+//! the watchdog timeouts. Everything is checked before the session starts:
+//! the provider builds its invocation once as a dry run, so a request it
+//! would refuse leaves no session behind.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use providers_core::{AgentRequest, FlagKind, FlagSpec, Provider};
+use runner::RunConfig;
+use serde_json::{Map, Value};
+
+use crate::run::ProviderName;
+
+#[derive(Debug, Args)]
+pub(crate) struct AgentArgs {
+    /// Resume a conversation: a lionrt session id (or unique prefix) whose
+    /// provider resume id was recorded, or the provider's own id.
+    #[arg(long, value_name = "ID")]
+    resume: Option<String>,
+    /// A provider option, as KEY=VALUE (repeatable). KEY is a field of the
+    /// provider's flag metadata (e.g. claude: permission_mode, max_turns,
+    /// allowed_tools; codex: sandbox, config, images); VALUE is JSON, or
+    /// else a string; list fields also take a comma-separated string.
+    /// `lionrt run --provider P --set help=1` lists the keys.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Seconds from spawn to the agent's first output before the leg is
+    /// ended (0 disables; default $LIONAGI_WORKER_LIVENESS_TIMEOUT or 180).
+    #[arg(long, value_name = "SECONDS")]
+    first_output_timeout: Option<u64>,
+    /// Seconds of agent silence before the leg is ended (0 disables;
+    /// default $LIONAGI_WORKER_IDLE_TIMEOUT or 900).
+    #[arg(long, value_name = "SECONDS")]
+    idle_timeout: Option<u64>,
+}
+
+/// The request fields `run` sets from its own flags.
+const OWN_FLAGS: &[(&str, &str)] = &[
+    ("model", "--model"),
+    ("effort", "--effort"),
+    ("resume", "--resume"),
+    ("prompt", "--prompt"),
+    ("workspace", "--workspace"),
+];
+
+/// The flag metadata of a provider.
+pub(crate) fn flag_specs(provider: ProviderName) -> &'static [FlagSpec] {
+    match provider {
+        ProviderName::Scripted => &[],
+        ProviderName::Claude => providers_claude::CLAUDE_FLAGS,
+        ProviderName::Codex => providers_codex::CODEX_FLAGS,
+        ProviderName::Gemini => providers_gemini::AGY_FLAGS,
+        ProviderName::Pi => providers_pi::PI_FLAGS,
+    }
+}
+
+fn provider_label(provider: ProviderName) -> &'static str {
+    match provider {
+        ProviderName::Scripted => "scripted",
+        ProviderName::Claude => "claude",
+        ProviderName::Codex => "codex",
+        ProviderName::Gemini => "gemini",
+        ProviderName::Pi => "pi",
+    }
+}
+
+/// Parses the `--set` options against `provider`'s flag metadata.
+pub(crate) fn parse_sets(provider: ProviderName, sets: &[String]) -> Result<Map<String, Value>> {
+    let specs = flag_specs(provider);
+    let label = provider_label(provider);
+    let keys = || {
+        let names: Vec<&str> = specs
+            .iter()
+            .map(|s| s.field)
+            .filter(|f| !OWN_FLAGS.iter().any(|(own, _)| own == f))
+            .collect();
+        if names.is_empty() {
+            format!("the {label} provider takes no options")
+        } else {
+            format!("{label} options: {}", names.join(", "))
+        }
+    };
+    let mut out = Map::new();
+    for set in sets {
+        let (key, raw) = set
+            .split_once('=')
+            .with_context(|| format!("--set {set:?} must be KEY=VALUE"))?;
+        if key == "help" {
+            bail!("{}", keys());
+        }
+        if let Some((_, flag)) = OWN_FLAGS.iter().find(|(own, _)| *own == key) {
+            bail!("--set {key}: use {flag} instead");
+        }
+        let Some(spec) = specs.iter().find(|s| s.field == key) else {
+            bail!(
+                "--set {key}: not an option of the {label} provider ({})",
+                keys()
+            );
+        };
+        if out.contains_key(key) {
+            bail!("--set {key} is given twice");
+        }
+        let value = typed_value(spec, raw).with_context(|| {
+            format!(
+                "--set {key}: {} expects {}",
+                spec.flag,
+                kind_wants(spec.kind)
+            )
+        })?;
+        out.insert(key.to_owned(), value);
+    }
+    Ok(out)
+}
+
+fn kind_wants(kind: FlagKind) -> &'static str {
+    match kind {
+        FlagKind::Value => "a string or number",
+        FlagKind::Bool | FlagKind::BoolPair { .. } => "true or false",
+        FlagKind::JsonValue => "a JSON object or array",
+        _ => "a list (a JSON array of strings, or a comma-separated string)",
+    }
+}
+
+/// `raw` as the JSON value the provider's field takes.
+fn typed_value(spec: &FlagSpec, raw: &str) -> Result<Value> {
+    let parsed: Option<Value> = serde_json::from_str(raw).ok();
+    Ok(match spec.kind {
+        FlagKind::Value => match parsed {
+            Some(Value::Number(n)) => Value::Number(n),
+            Some(Value::String(s)) => Value::String(s),
+            Some(Value::Bool(_) | Value::Null | Value::Array(_) | Value::Object(_)) | None => {
+                if raw.is_empty() {
+                    bail!("an empty value");
+                }
+                Value::String(raw.to_owned())
+            }
+        },
+        FlagKind::Bool | FlagKind::BoolPair { .. } => match parsed {
+            Some(Value::Bool(b)) => Value::Bool(b),
+            _ => bail!("{raw:?} is not a boolean"),
+        },
+        FlagKind::JsonValue => match parsed {
+            Some(v @ (Value::Object(_) | Value::Array(_))) => v,
+            _ => bail!("{raw:?} is not a JSON object or array"),
+        },
+        _ => match parsed {
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => Value::Array(items),
+            Some(Value::Array(_)) => bail!("every item must be a string"),
+            _ => Value::Array(
+                raw.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| Value::String(s.to_owned()))
+                    .collect(),
+            ),
+        },
+    })
+}
+
+/// A `--resume` value: a recorded lionrt session's provider resume id, or
+/// the value itself when no recorded session matches.
+fn resume_id(db: &Path, provider: ProviderName, id: &str) -> Result<String> {
+    if crate::dbpath::is_url(db) || !db.exists() {
+        return Ok(id.to_owned());
+    }
+    let (_engine, conn) = crate::view::open_read(db)?;
+    let session = match state_sqlite::overview::resolve_id(&conn, "session", id) {
+        Ok(session) => session,
+        Err(state_sqlite::StoreError::NoSuchId { .. }) => return Ok(id.to_owned()),
+        Err(e) => return Err(e.into()),
+    };
+    let row = state_sqlite::overview::session(&conn, &session)?;
+    let recorded = row.as_ref().and_then(|r| r.provider.clone());
+    let label = provider_label(provider);
+    if let Some(recorded) = recorded.filter(|p| p != label) {
+        bail!("session {session} ran on {recorded}; resume it with --provider {recorded}");
+    }
+    let found: Option<String> = conn
+        .query_row(
+            "SELECT content FROM messages WHERE session_id = ?1 AND role = 'session'
+             ORDER BY rowid DESC LIMIT 1",
+            [&session],
+            |r| r.get(0),
+        )
+        .ok();
+    let resume = found
+        .and_then(|c| serde_json::from_str::<Value>(&c).ok())
+        .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned));
+    resume.with_context(|| format!("session {session} recorded no provider resume id"))
+}
+
+/// Applies the agent options to `config` and dry-runs the provider's
+/// invocation, so every refusal comes before the session starts.
+pub(crate) fn apply(
+    db: &Path,
+    provider: ProviderName,
+    args: &AgentArgs,
+    config: &mut RunConfig,
+) -> Result<()> {
+    config.kwargs = parse_sets(provider, &args.set)?;
+    if let Some(id) = &args.resume {
+        config.resume = Some(resume_id(db, provider, id)?);
+    }
+    let secs = |s: u64| (s > 0).then(|| Duration::from_secs(s));
+    if let Some(s) = args.first_output_timeout {
+        config.watchdogs.first_output = secs(s);
+    }
+    if let Some(s) = args.idle_timeout {
+        config.watchdogs.idle = secs(s);
+    }
+    let request = AgentRequest {
+        prompt: config.prompt.clone(),
+        model: config.model.clone(),
+        effort: config.effort,
+        workspace: Some(config.workspace.clone()),
+        resume: config.resume.clone(),
+        kwargs: config.kwargs.clone(),
+    };
+    let label = provider_label(provider);
+    let checked = match provider {
+        ProviderName::Scripted => Ok(()),
+        ProviderName::Claude => dry_run(&providers_claude::ClaudeProvider::default(), &request),
+        ProviderName::Codex => dry_run(&providers_codex::CodexProvider::default(), &request),
+        ProviderName::Gemini => dry_run(&providers_gemini::GeminiProvider::default(), &request),
+        ProviderName::Pi => dry_run(&providers_pi::PiProvider::default(), &request),
+    };
+    checked.with_context(|| format!("the {label} request is refused"))
+}
+
+fn dry_run<P: Provider>(provider: &P, request: &AgentRequest) -> Result<()>
+where
+    P::Error: std::error::Error + Send + Sync + 'static,
+{
+    provider.invocation(request).map(|_| ())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_follow_the_flag_kinds() {
+        let ok = |p, s: &str| parse_sets(p, &[s.to_owned()]);
+        let v = ok(ProviderName::Claude, "max_turns=3").expect("number");
+        assert_eq!(v["max_turns"], 3);
+        let v = ok(ProviderName::Claude, "allowed_tools=Read, Bash").expect("list");
+        assert_eq!(v["allowed_tools"], serde_json::json!(["Read", "Bash"]));
+        let v = ok(ProviderName::Claude, "fork_session=true").expect("bool");
+        assert_eq!(v["fork_session"], true);
+        let e = ok(ProviderName::Claude, "fork_session=yes").expect_err("not bool");
+        assert!(format!("{e:#}").contains("true or false"), "{e:#}");
+        let e = ok(ProviderName::Claude, "agents=[1").expect_err("not json");
+        assert!(format!("{e:#}").contains("JSON object or array"), "{e:#}");
+        let e = ok(ProviderName::Codex, "permission_mode=plan").expect_err("claude only");
+        assert!(format!("{e:#}").contains("codex options: sandbox"), "{e:#}");
+        let e = ok(ProviderName::Claude, "model=x").expect_err("own flag");
+        assert!(format!("{e:#}").contains("use --model"), "{e:#}");
+        let e = ok(ProviderName::Scripted, "x=1").expect_err("none");
+        assert!(format!("{e:#}").contains("takes no options"), "{e:#}");
+        let e =
+            parse_sets(ProviderName::Pi, &["tools=a".into(), "tools=b".into()]).expect_err("twice");
+        assert!(format!("{e:#}").contains("twice"), "{e:#}");
+    }
+}
