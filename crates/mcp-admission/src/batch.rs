@@ -204,7 +204,8 @@ impl Splitter {
         }
     }
 
-    fn take_record(&mut self, broken: Option<String>) -> RawRecord {
+    /// Hands the collected record to `each`, keeping the buffer for the next.
+    fn emit(&mut self, broken: Option<String>, each: &mut dyn FnMut(&RawRecord)) {
         let record = RawRecord {
             bytes: std::mem::take(&mut self.buf),
             line: self.record_line,
@@ -213,11 +214,13 @@ impl Splitter {
         };
         self.next_index += 1;
         self.in_record = false;
-        record
+        each(&record);
+        self.buf = record.bytes;
+        self.buf.clear();
     }
 
     /// Feeds the next chunk; calls `each` with every record it completes.
-    pub fn feed(&mut self, mut chunk: &[u8], each: &mut dyn FnMut(RawRecord)) {
+    pub fn feed(&mut self, mut chunk: &[u8], each: &mut dyn FnMut(&RawRecord)) {
         if self.at_start && !chunk.is_empty() {
             if let Some(rest) = chunk.strip_prefix(b"\xef\xbb\xbf") {
                 chunk = rest;
@@ -240,7 +243,7 @@ impl Splitter {
     }
 
     /// Line mode: consumes up to the end of the chunk, returns bytes consumed.
-    fn feed_lines(&mut self, chunk: &[u8], each: &mut dyn FnMut(RawRecord)) -> usize {
+    fn feed_lines(&mut self, chunk: &[u8], each: &mut dyn FnMut(&RawRecord)) -> usize {
         let mut start = 0;
         while let Some(nl) = memchr::memchr(b'\n', &chunk[start..]) {
             let end = start + nl;
@@ -250,8 +253,7 @@ impl Splitter {
             self.buf.extend_from_slice(&chunk[start..end]);
             self.line += 1;
             if self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
-                let record = self.take_record(None);
-                each(record);
+                self.emit(None, each);
             } else {
                 self.buf.clear();
                 self.in_record = false;
@@ -268,7 +270,7 @@ impl Splitter {
         chunk.len()
     }
 
-    fn scan_byte(&mut self, b: u8, each: &mut dyn FnMut(RawRecord)) {
+    fn scan_byte(&mut self, b: u8, each: &mut dyn FnMut(&RawRecord)) {
         if b == b'\n' {
             self.line += 1;
         }
@@ -330,7 +332,7 @@ impl Splitter {
         Ok(())
     }
 
-    fn probe_byte(&mut self, b: u8, each: &mut dyn FnMut(RawRecord)) {
+    fn probe_byte(&mut self, b: u8, each: &mut dyn FnMut(&RawRecord)) {
         self.probe_buf.push(b);
         let was_in_string = self.in_string;
         let depth_before = self.stack.len();
@@ -376,8 +378,7 @@ impl Splitter {
                     // the rest is JSON Lines.
                     self.buf = std::mem::take(&mut self.probe_buf);
                     self.record_line = self.probe_line;
-                    let record = self.take_record(None);
-                    each(record);
+                    self.emit(None, each);
                     self.mode = Mode::Lines;
                 }
                 b'}' | b']' => {}
@@ -389,7 +390,7 @@ impl Splitter {
 
     /// The first object does not close (or closes wrongly): it was no
     /// tools list, so what was seen is read again as JSON Lines.
-    fn probe_to_lines(&mut self, each: &mut dyn FnMut(RawRecord)) {
+    fn probe_to_lines(&mut self, each: &mut dyn FnMut(&RawRecord)) {
         let seen = std::mem::take(&mut self.probe_buf);
         self.mode = Mode::Lines;
         self.stack.clear();
@@ -401,7 +402,7 @@ impl Splitter {
         self.feed_lines(&seen, each);
     }
 
-    fn element_byte(&mut self, b: u8, depth: usize, each: &mut dyn FnMut(RawRecord)) {
+    fn element_byte(&mut self, b: u8, depth: usize, each: &mut dyn FnMut(&RawRecord)) {
         if !self.in_record {
             if b.is_ascii_whitespace() || b == b',' {
                 return;
@@ -419,8 +420,7 @@ impl Splitter {
             && (b == b',' || b == b']' || b.is_ascii_whitespace());
         if scalar_end {
             // A scalar element ends at a delimiter.
-            let record = self.take_record(None);
-            each(record);
+            self.emit(None, each);
             if b == b']' {
                 self.stack.pop();
                 self.mode = if depth == 1 { Mode::Lines } else { Mode::Rest };
@@ -429,21 +429,20 @@ impl Splitter {
         }
         self.buf.push(b);
         if self.structural(b).is_err() || self.stack.len() < depth {
-            let record = self.take_record(Some(
-                "unbalanced brackets: the rest of the list cannot be split".to_owned(),
-            ));
-            each(record);
+            self.emit(
+                Some("unbalanced brackets: the rest of the list cannot be split".to_owned()),
+                each,
+            );
             self.mode = Mode::Done;
             return;
         }
         if !self.in_string && self.stack.len() == depth && matches!(b, b'}' | b']') {
-            let record = self.take_record(None);
-            each(record);
+            self.emit(None, each);
         }
     }
 
     /// Ends the input: flushes a last record, or reports where it broke off.
-    pub fn finish(&mut self, each: &mut dyn FnMut(RawRecord)) {
+    pub fn finish(&mut self, each: &mut dyn FnMut(&RawRecord)) {
         match self.mode {
             Mode::Detect => {
                 let record = RawRecord {
@@ -456,36 +455,25 @@ impl Splitter {
                     ),
                 };
                 self.next_index += 1;
-                each(record);
+                each(&record);
             }
             Mode::Probe => {
                 // Never closed: read what was seen as JSON Lines.
                 self.probe_to_lines(each);
                 if self.in_record && self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
-                    let record = self.take_record(None);
-                    each(record);
+                    self.emit(None, each);
                 }
             }
             Mode::Elements { .. } => {
                 let why = "unexpected end of input inside the list".to_owned();
-                let record = if self.in_record {
-                    self.take_record(Some(why))
-                } else {
-                    let r = RawRecord {
-                        bytes: Vec::new(),
-                        line: self.line,
-                        index: self.next_index,
-                        broken: Some(why),
-                    };
-                    self.next_index += 1;
-                    r
-                };
-                each(record);
+                if !self.in_record {
+                    self.record_line = self.line;
+                }
+                self.emit(Some(why), each);
             }
             Mode::Lines => {
                 if self.in_record && self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
-                    let record = self.take_record(None);
-                    each(record);
+                    self.emit(None, each);
                 }
             }
             Mode::Rest | Mode::Done => {}
@@ -534,8 +522,14 @@ fn lowercase_message(e: &serde_json::Error) -> String {
     format!("{first}{} (column {column})", chars.as_str())
 }
 
-/// Judges one record.
+/// Judges one record (with the message and detail of a denial).
 pub fn judge_record(record: &RawRecord) -> ToolResult {
+    judge_record_with(record, true)
+}
+
+/// Judges one record; `explained` adds the message and detail of a denial
+/// (JSON Lines output needs neither).
+fn judge_record_with(record: &RawRecord, explained: bool) -> ToolResult {
     let line = Some(record.line);
     let index = record.index;
     if let Some(why) = &record.broken {
@@ -553,7 +547,7 @@ pub fn judge_record(record: &RawRecord) -> ToolResult {
             );
         }
     };
-    let result = judge_value(&value, line, index);
+    let result = judge_value(&value, line, index, explained);
     if record.bytes.len() > 1024 {
         drop_iteratively(value);
     }
@@ -576,13 +570,13 @@ fn nesting_exceeds(value: &Value, limit: usize) -> bool {
     false
 }
 
-fn judge_value(value: &Value, line: Option<usize>, index: usize) -> ToolResult {
+fn judge_value(value: &Value, line: Option<usize>, index: usize, explained: bool) -> ToolResult {
     let Value::Object(m) = value else {
         return ToolResult::error(None, line, index, "a tool must be a json object".to_owned());
     };
     // An id is echoed; one nested absurdly deep is replaced, not recursed.
     let id = m.get("id").map(|id| {
-        if nesting_exceeds(id, DEEP) {
+        if matches!(id, Value::Array(_) | Value::Object(_)) && nesting_exceeds(id, DEEP) {
             Value::from("(id nested too deep)")
         } else {
             id.clone()
@@ -605,8 +599,13 @@ fn judge_value(value: &Value, line: Option<usize>, index: usize) -> ToolResult {
         reason: report.reason,
         message: report
             .reason
+            .filter(|_| explained)
             .map(|r| AdmissionDenied::new(name, r).to_string()),
-        detail: report.detail().unwrap_or_default(),
+        detail: if explained {
+            report.detail().unwrap_or_default()
+        } else {
+            String::new()
+        },
         error: None,
     }
 }
@@ -618,6 +617,7 @@ fn schema_of(m: &Map<String, Value>) -> Option<&Value> {
 /// Splits, judges and renders a stream; the I/O-free heart of the CLI.
 #[derive(Debug)]
 pub struct Checker {
+    explained: bool,
     splitter: Splitter,
     renderer: Renderer,
     tally: Tally,
@@ -661,6 +661,7 @@ impl Checker {
     /// A checker writing `format`; `artifact_uri` names the input in SARIF.
     pub fn new(format: OutputFormat, artifact_uri: Option<&str>) -> Self {
         Self {
+            explained: format != OutputFormat::Jsonl,
             splitter: Splitter::new(),
             renderer: Renderer::new(format, artifact_uri),
             tally: Tally::default(),
@@ -670,12 +671,14 @@ impl Checker {
     /// Feeds a chunk of input; appends rendered output to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut String) {
         let Self {
+            explained,
             splitter,
             renderer,
             tally,
         } = self;
+        let explained = *explained;
         splitter.feed(chunk, &mut |record| {
-            let result = judge_record(&record);
+            let result = judge_record_with(record, explained);
             tally.add(&result);
             renderer.record(&result, out);
         });
@@ -684,12 +687,14 @@ impl Checker {
     /// Ends the input; appends the rest of the output and returns the tally.
     pub fn finish(mut self, out: &mut String) -> Tally {
         let Self {
+            explained,
             splitter,
             renderer,
             tally,
         } = &mut self;
+        let explained = *explained;
         splitter.finish(&mut |record| {
-            let result = judge_record(&record);
+            let result = judge_record_with(record, explained);
             tally.add(&result);
             renderer.record(&result, out);
         });
@@ -702,7 +707,7 @@ impl Checker {
 pub fn check_text(text: &str) -> Vec<ToolResult> {
     let mut results = Vec::new();
     let mut splitter = Splitter::new();
-    let mut each = |record: RawRecord| results.push(judge_record(&record));
+    let mut each = |record: &RawRecord| results.push(judge_record(record));
     splitter.feed(text.as_bytes(), &mut each);
     splitter.finish(&mut each);
     results

@@ -188,11 +188,9 @@ pub fn is_identifier_like_key(normalized: &str) -> bool {
 
 /// True when any `_`-separated token of a normalised key names an executor channel.
 pub fn is_exec_tainted_key(normalized: &str) -> bool {
-    // Most keys hold no token as a substring at all: skip the split.
-    EXEC_TAINTED_TOKENS.iter().any(|t| normalized.contains(t))
-        && normalized
-            .split('_')
-            .any(|token| EXEC_TAINTED_TOKENS.contains(&token))
+    normalized
+        .split('_')
+        .any(|token| EXEC_TAINTED_TOKENS.contains(&token))
 }
 
 /// Category flags of a normalised key.

@@ -115,6 +115,7 @@ pub(crate) fn line(
     let item = p.kind.as_deref().unwrap_or("");
     let key = format!("@{offset}");
     let before = batch.messages.len();
+    let mut skipped_blocks = 0;
     match item {
         "message" => {
             let (role, text_key) = match p.role.as_deref() {
@@ -131,6 +132,7 @@ pub(crate) fn line(
                     let Some(t) = b.text else { continue };
                     if role == "user" && PREAMBLES.iter().any(|pre| t.get().starts_with(pre)) {
                         stats.skip("response_item/message (preamble)");
+                        skipped_blocks += 1;
                         continue;
                     }
                     let id = st.timed_id(at, &[&key, &i.to_string()]);
@@ -182,6 +184,9 @@ pub(crate) fn line(
         _ => {}
     }
     if batch.messages.len() == before {
+        if skipped_blocks > 0 {
+            return Ok(Verdict::Skipped);
+        }
         stats.skip(&format!(
             "{kind}/{}",
             if item.is_empty() { "(untyped)" } else { item }

@@ -36,8 +36,10 @@
 //! progression item) and every event one more (its uuid, for lineage);
 //! message ids are time-ordered so those indexes grow at their end.
 //!
-//! The fixtures (`fixtures/transcript-mirror`) are hand-written in the
-//! CLIs' public formats; recordings of the real CLIs belong to the e2e tier.
+//! Fixtures (`fixtures/transcript-mirror`): hand-written transcripts in the
+//! CLIs' public formats, and two recorded from the real CLIs (Claude Code
+//! 2.1.197, Codex 0.171.0) by the e2e tier's worker against its local
+//! stand-in APIs; `cargo xtask fixtures` does not regenerate those yet.
 //!
 #![doc = include_str!("../README.md")]
 //!

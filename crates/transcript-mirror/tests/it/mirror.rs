@@ -289,3 +289,62 @@ fn ids_do_not_depend_on_where_a_pass_started() {
     assert_eq!(ids(&whole).len(), 2);
     assert_eq!(ids(&whole), ids(&split));
 }
+
+#[test]
+fn transcripts_recorded_from_the_real_clis_mirror_their_conversation() {
+    // Claude Code 2.1.197 and Codex 0.171.0, run by the e2e tier's worker
+    // against its local stand-in APIs (see fixtures/transcript-mirror/README.md).
+    let env = Env::new();
+    let real = crate::common::fixtures().join("real-cli");
+    crate::common::copy_dir(&real.join("claude"), &env.claude_root());
+    crate::common::copy_dir(&real.join("codex"), &env.codex_root());
+    let r = env.mirror().pass(SystemTime::now()).expect("pass");
+    assert_eq!((r.sessions_created, r.messages_added), (2, 4), "{r:#?}");
+    assert_eq!(r.stats.unparseable, 0);
+    // Event types newer than the hand-written fixtures are counted, not lost.
+    assert_eq!(r.stats.skipped.get("queue-operation"), Some(&2));
+    assert_eq!(r.stats.skipped.get("world_state"), Some(&1));
+    for (session, model) in [
+        ("01e78aa2-78b7-47f3-9c9b-f5ccc9b30bdc", "claude-sonnet-4-5"),
+        ("01a23224-b9fa-78c1-8ea0-5d3ab5ee7507", "gpt-5.1-codex"),
+    ] {
+        let conn = env.store.engine().conn().expect("conn");
+        let mut stmt = conn
+            .prepare(
+                "SELECT m.role, m.content FROM progression_items p JOIN messages m ON m.id = p.message_id
+                 WHERE p.progression_id = ?1 ORDER BY p.position",
+            )
+            .expect("prepare");
+        let rows: Vec<(String, String)> = stmt
+            .query_map([progression_id(session)], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(
+            rows,
+            [
+                (
+                    "user".to_owned(),
+                    "{\"instruction\":\"Say hello.\"}".to_owned()
+                ),
+                (
+                    "assistant".to_owned(),
+                    "{\"assistant_response\":\"Hello from the mock.\"}".to_owned()
+                ),
+            ],
+            "{session}"
+        );
+        assert_eq!(
+            env.text("SELECT model FROM sessions WHERE id = ?1", session)
+                .as_deref(),
+            Some(model)
+        );
+    }
+    assert_eq!(
+        env.mirror()
+            .pass(SystemTime::now())
+            .expect("pass")
+            .messages_added,
+        0
+    );
+}
