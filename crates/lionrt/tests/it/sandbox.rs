@@ -128,6 +128,10 @@ fn entries(dir: &Path) -> Vec<String> {
 
 // contract: GIT-001
 #[test]
+#[allow(
+    clippy::print_stderr,
+    reason = "the seed and kill counts make a failure reproducible"
+)]
 fn sandbox_create_and_cleanup_killed_at_random_instants_converge() {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = dir.path();
