@@ -35,17 +35,46 @@ impl Settings {
     ///
     /// # Errors
     /// Which section is malformed (never its content).
+    ///
+    /// The message ends with the published schema's reading of the plugin
+    /// sections (`docs/schemas/settings.schema.json`): the JSON path and
+    /// what was expected there.
     pub fn check_plugin_sections(&self) -> Result<(), String> {
-        match self.root.get(TRUSTED_KEY) {
-            None | Some(Value::Null) | Some(Value::Object(_)) => {}
-            Some(_) => return Err(format!("'{TRUSTED_KEY}' is not a mapping")),
+        let shape = match self.root.get(TRUSTED_KEY) {
+            None | Some(Value::Null) | Some(Value::Object(_)) => None,
+            Some(_) => Some(format!("'{TRUSTED_KEY}' is not a mapping")),
+        };
+        let shape = shape.or_else(|| match self.root.get(DISABLED_KEY) {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => None,
+            Some(_) => Some(format!("'{DISABLED_KEY}' is not a list of names")),
+        });
+        let Some(shape) = shape else {
+            return Ok(());
+        };
+        let mut plugin_sections = Map::new();
+        for key in [TRUSTED_KEY, DISABLED_KEY] {
+            if let Some(v) = self.root.get(key) {
+                plugin_sections.insert(key.to_owned(), v.clone());
+            }
         }
-        match self.root.get(DISABLED_KEY) {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) if items.iter().all(Value::is_string) => {}
-            Some(_) => return Err(format!("'{DISABLED_KEY}' is not a list of names")),
-        }
-        Ok(())
+        let paths = match config_schema::validate(
+            config_schema::ConfigKind::Settings,
+            "settings",
+            &Value::Object(plugin_sections),
+        ) {
+            Ok(()) => String::new(),
+            Err(e) => {
+                let listed: Vec<String> = e
+                    .violations()
+                    .iter()
+                    .filter(|v| v.path.matches('/').count() <= 2)
+                    .map(ToString::to_string)
+                    .collect();
+                format!(" ({})", listed.join("; "))
+            }
+        };
+        Err(format!("{shape}{paths}"))
     }
 
     /// The record for `name`. A record that does not have the record shape

@@ -291,3 +291,21 @@ fn check_names_the_file_the_json_path_and_the_expectation() {
     // Loading stays lenient: the sections are read by their own views.
     assert!(SettingsFile::at(&bad).load().is_ok());
 }
+
+#[test]
+fn a_malformed_plugin_section_is_refused_with_its_json_path() {
+    let settings = Settings::from_yaml("# c\ndisabled_plugins: [ok, 7]\nother: {secret: s3cr3t}\n")
+        .expect("parse");
+    let reason = settings.check_plugin_sections().expect_err("refused");
+    assert!(
+        reason.contains("'disabled_plugins' is not a list of names"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("at /disabled_plugins/1") && reason.contains("string"),
+        "{reason}"
+    );
+    assert!(!reason.contains("s3cr3t"), "{reason}");
+    let ok = Settings::from_yaml("disabled_plugins: [a]\ntrusted_plugins: {}\n").expect("parse");
+    assert_eq!(ok.check_plugin_sections(), Ok(()));
+}
