@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 
 use anyhow::Result;
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use mcp_admission::batch::{Checker, OutputFormat};
 
 use crate::out;
@@ -28,9 +28,20 @@ pub(crate) struct CheckArgs {
     /// The input file, or `-` for standard input.
     #[arg(default_value = "-")]
     input: PathBuf,
-    /// Output format: table (people), jsonl (one verdict per line), sarif (SARIF 2.1.0 for code scanning).
-    #[arg(long, default_value = "table")]
-    format: String,
+    /// Output format (with --json, table becomes jsonl).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
+/// The output formats of `admission check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// A table for people.
+    Table,
+    /// One verdict per line (JSON Lines).
+    Jsonl,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
 }
 
 fn unreadable(message: String) -> ExitCode {
@@ -43,10 +54,10 @@ const CHUNK: usize = 1 << 20;
 
 pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
     let AdmissionCmd::Check(args) = cmd;
-    let format_name = if json && args.format == "table" {
-        "jsonl"
-    } else {
-        args.format.as_str()
+    let format_name = match (json, args.format) {
+        (true, Format::Table) | (_, Format::Jsonl) => "jsonl",
+        (false, Format::Table) => "table",
+        (_, Format::Sarif) => "sarif",
     };
     let format = match OutputFormat::from_str(format_name) {
         Ok(f) => f,

@@ -204,15 +204,24 @@ pub fn resolve_id(
     if let Some(id) = exact {
         return Ok(id);
     }
-    // A range scan on the primary key: every id in [prefix, prefix + U+10FFFF).
-    let upper = format!("{prefix}\u{10FFFF}");
-    let mut stmt = conn.prepare(&format!(
-        "SELECT id FROM {table} WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT {}",
-        CANDIDATES
-    ))?;
-    let ids: Vec<String> = stmt
-        .query_map([prefix, upper.as_str()], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+    // A range scan on the primary key: [prefix, the next string after
+    // every string starting with prefix). BINARY collation compares UTF-8
+    // bytes, which orders like code points.
+    let sql = match prefix_upper(prefix) {
+        Some(_) => format!(
+            "SELECT id FROM {table} WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT {CANDIDATES}"
+        ),
+        None => format!("SELECT id FROM {table} WHERE id >= ?1 ORDER BY id LIMIT {CANDIDATES}"),
+    };
+    let mut stmt = conn.prepare(&sql)?;
+    let ids: Vec<String> = match prefix_upper(prefix) {
+        Some(upper) => stmt
+            .query_map([prefix, upper.as_str()], |r| r.get(0))?
+            .collect::<Result<_, _>>()?,
+        None => stmt
+            .query_map([prefix], |r| r.get(0))?
+            .collect::<Result<_, _>>()?,
+    };
     match ids.as_slice() {
         [] => Err(StoreError::NoSuchId {
             entity_type: entity_type.to_owned(),
@@ -225,6 +234,21 @@ pub fn resolve_id(
             candidates: ids,
         }),
     }
+}
+
+/// The least string greater than every string that starts with `prefix`
+/// (its last character incremented, dropping trailing `char::MAX`), or
+/// `None` when there is none (an empty prefix, or only `char::MAX`).
+fn prefix_upper(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
 }
 
 /// One recorded message.

@@ -66,6 +66,12 @@ fn unreadable_input_exits_2_naming_the_place() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("/definitely/not/here.json"));
     let out = check(&["-", "--format", "xml"], "[]");
     assert_eq!(out.status.code(), Some(2));
+    // A value enum: the choices are named.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("table") && err.contains("jsonl") && err.contains("sarif"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -507,3 +507,29 @@ fn entity_types_are_a_closed_set() {
         ],
     ));
 }
+
+#[test]
+fn monitor_watch_redraws_on_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        // util-linux `script` provides the pty; without it there is no
+        // terminal to redraw.
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = seeded(dir.path());
+    let line = format!(
+        "{} --db {} monitor --watch --interval 0.1 --count 2",
+        env!("CARGO_BIN_EXE_lionrt"),
+        db.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env_remove("LIONRT_DB")
+        .stdin(Stdio::null())
+        .output()
+        .expect("script");
+    assert!(out.status.success(), "{out:?}");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(shown.matches("\x1b[H\x1b[2J").count(), 2, "two frames: {shown:?}");
+    assert_eq!(shown.matches("open-1").count(), 2, "{shown:?}");
+}

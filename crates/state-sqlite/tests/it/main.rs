@@ -5,6 +5,7 @@ mod contract;
 mod engine;
 mod hooks;
 mod legacy;
+mod overview;
 mod race;
 mod service;
 mod tables;
