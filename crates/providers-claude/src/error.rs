@@ -47,4 +47,10 @@ pub enum Error {
     /// `fork_session`.
     #[error("session_id with resume or continue_conversation needs fork_session")]
     SessionIdNeedsFork,
+    /// Bypassing permissions as root without `IS_SANDBOX=1`, which Claude
+    /// Code refuses.
+    #[error(
+        "claude code refuses --dangerously-skip-permissions / bypassPermissions as root unless IS_SANDBOX=1 is set"
+    )]
+    RootBypassNeedsSandbox,
 }

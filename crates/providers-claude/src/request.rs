@@ -381,6 +381,15 @@ impl ClaudeCodeRequest {
         {
             return Err(Error::SessionIdNeedsFork);
         }
+        // Claude Code refuses to bypass permissions as root unless told it
+        // runs in a sandbox (`IS_SANDBOX=1`, from the request's env or the
+        // environment the child inherits). Said here rather than by the
+        // child's exit.
+        let bypass = self.dangerously_skip_permissions
+            || self.permission_mode.as_deref() == Some("bypassPermissions");
+        if bypass && running_as_root() && !self.sandbox_declared() {
+            return Err(Error::RootBypassNeedsSandbox);
+        }
         if let Some(p) = &self.mcp_config
             && p.is_absolute()
         {
@@ -410,6 +419,23 @@ impl ClaudeCodeRequest {
             validate_add_dir(dir)?;
         }
         Ok(())
+    }
+}
+
+/// Whether this process runs as root (the owner of `/proc/self` is the
+/// effective uid); `false` where that cannot be read.
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+impl ClaudeCodeRequest {
+    /// Whether the child will see `IS_SANDBOX=1`.
+    fn sandbox_declared(&self) -> bool {
+        match self.env.as_ref().and_then(|e| e.vars().get("IS_SANDBOX")) {
+            Some(v) => v == "1",
+            None => std::env::var("IS_SANDBOX").is_ok_and(|v| v == "1"),
+        }
     }
 }
 

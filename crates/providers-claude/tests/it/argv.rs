@@ -498,3 +498,50 @@ fn session_id_with_resume_or_continue_needs_fork_session() {
         assert!(ok.validate().is_ok(), "{ok:?}");
     }
 }
+
+#[test]
+fn bypassing_permissions_as_root_needs_is_sandbox() {
+    use std::os::unix::fs::MetadataExt as _;
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let inherited = std::env::var("IS_SANDBOX").is_ok_and(|v| v == "1");
+    let env = |v: &str| {
+        Some(providers_core::ChildEnv::new(
+            [("IS_SANDBOX".to_owned(), v.to_owned())].into(),
+        ))
+    };
+    for (skip, mode) in [(true, None), (false, Some("bypassPermissions"))] {
+        let base = ClaudeCodeRequest {
+            dangerously_skip_permissions: skip,
+            permission_mode: mode.map(str::to_owned),
+            ..req()
+        };
+        // Declared in the request's env: accepted whoever runs it.
+        let declared = ClaudeCodeRequest {
+            env: env("1"),
+            ..base.clone()
+        };
+        assert!(declared.validate().is_ok());
+        // Explicitly not a sandbox: refused exactly when running as root.
+        let undeclared = ClaudeCodeRequest {
+            env: env("0"),
+            ..base.clone()
+        };
+        assert_eq!(
+            matches!(undeclared.validate(), Err(Error::RootBypassNeedsSandbox)),
+            root,
+            "root={root}"
+        );
+        // Nothing said in the request: the inherited environment decides.
+        assert_eq!(
+            matches!(base.validate(), Err(Error::RootBypassNeedsSandbox)),
+            root && !inherited
+        );
+    }
+    // Without a bypass nothing is asked of the environment.
+    let plain = ClaudeCodeRequest {
+        permission_mode: Some("acceptEdits".into()),
+        env: env("0"),
+        ..req()
+    };
+    assert!(plain.validate().is_ok());
+}
