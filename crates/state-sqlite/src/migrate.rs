@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "transcript_mirror",
         sql: include_str!("../migrations/0005_transcript_mirror.sql"),
     },
+    Migration {
+        version: 6,
+        name: "schedules",
+        sql: include_str!("../migrations/0006_schedules.sql"),
+    },
 ];
 
 impl Migration {

@@ -1,0 +1,46 @@
+//! The scheduler's error type.
+
+/// Everything that can go wrong defining, storing or firing a schedule.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A schedule definition is invalid (the message says which field).
+    #[error("invalid schedule {name:?}: {reason}")]
+    Invalid {
+        /// The schedule's name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No schedule has this name or id.
+    #[error("no schedule named {0:?}")]
+    NotFound(String),
+    /// A schedule with this name already exists.
+    #[error("a schedule named {0:?} already exists")]
+    Exists(String),
+    /// Another daemon holds the tick lock of this database.
+    #[error("another scheduler already ticks this database (lock file {0} is held)")]
+    Locked(String),
+    /// A stored definition could not be read back.
+    #[error("stored definition of schedule {id:?} is unreadable: {source}")]
+    Stored {
+        /// The schedule's id.
+        id: String,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// The lifecycle store refused or failed.
+    #[error(transparent)]
+    Store(#[from] state_sqlite::StoreError),
+    /// SQLite failed.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The lock file could not be opened.
+    #[error("lock file {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}

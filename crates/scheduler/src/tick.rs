@@ -1,0 +1,369 @@
+//! The tick loop: the start preamble (stale runs, missed fires, once per
+//! start), then ticks that fire due schedules, record overlaps and drive the
+//! per-tick hooks (outbox due-scan, mirror reconcile).
+
+use std::sync::Arc;
+
+use lifecycle_core::reasons::ScheduleReasons;
+use lifecycle_core::{Actor, ActorType};
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::clock::Clock;
+use crate::error::Error;
+use crate::launch::{Fire, Launcher};
+use crate::model::{Micros, MissedFire};
+use crate::store::{Schedule, Schedules};
+
+/// Work driven on every tick besides the schedules (the outbox due-scan,
+/// the mirror reconcile). A failing hook is logged; the tick goes on.
+pub trait TickHook: Send {
+    /// Its name, for logs and reports.
+    fn name(&self) -> &str;
+    /// Runs once per tick.
+    fn tick(&mut self, now: Micros) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
+}
+
+/// Tuning.
+#[derive(Debug, Clone, Copy)]
+pub struct SchedulerConfig {
+    /// A due instant at most this old at start is a fire, not a missed fire
+    /// (the tick interval is a good value).
+    pub missed_tolerance: Micros,
+    /// At most this many `skipped` rows per schedule for missed fires; the
+    /// last one counts the rest in its metadata (`more`).
+    pub missed_rows_cap: usize,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        Self {
+            missed_tolerance: 1_000_000,
+            missed_rows_cap: 100,
+        }
+    }
+}
+
+/// What the preamble did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PreambleReport {
+    /// Runs left `running` by a previous scheduler, now ended.
+    pub stale_runs_ended: Vec<String>,
+    /// `skipped` rows written for missed fires (schedule name, count).
+    pub missed: Vec<(String, usize)>,
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct TickReport {
+    /// Run ids started.
+    pub fired: Vec<String>,
+    /// Run ids recorded `skipped` for overlap.
+    pub skipped_overlap: Vec<String>,
+    /// Hooks that failed.
+    pub hook_errors: Vec<String>,
+}
+
+/// A started scheduler: the preamble has run.
+pub struct Scheduler<C: Clock, L: Launcher> {
+    schedules: Arc<Schedules>,
+    clock: C,
+    launcher: Arc<L>,
+    actor: Actor,
+    hooks: Vec<Box<dyn TickHook>>,
+    tasks: JoinSet<()>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl<C: Clock, L: Launcher> std::fmt::Debug for Scheduler<C, L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("running", &self.tasks.len())
+            .field("hooks", &self.hooks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The actor of a scheduler in this process.
+pub fn scheduler_actor() -> Actor {
+    Actor::new(
+        ActorType::Scheduler,
+        format!("scheduler-{}", std::process::id()),
+    )
+}
+
+impl<C: Clock, L: Launcher> Scheduler<C, L> {
+    /// Starts a scheduler: runs the preamble ONCE (runs left `running` by a
+    /// dead scheduler end as their sessions ended; missed fires are
+    /// detected and recorded) and returns the scheduler ready to tick. The
+    /// caller holds the [`crate::TickLock`] and has run the runner's orphan
+    /// sweep first.
+    pub fn start(
+        schedules: Arc<Schedules>,
+        clock: C,
+        launcher: Arc<L>,
+        config: SchedulerConfig,
+    ) -> Result<(Self, PreambleReport), Error> {
+        let actor = scheduler_actor();
+        let mut report = PreambleReport::default();
+        let now = clock.now();
+        for (run_id, session) in schedules.running_runs()? {
+            let (status, reason, detail) = session_end(&schedules, session.as_deref())?;
+            if let Some(status) = status
+                && schedules.end_run(&run_id, status, reason, now, Some(&detail), &actor)?
+            {
+                report.stale_runs_ended.push(run_id);
+            }
+        }
+        for s in schedules.due(now - config.missed_tolerance - 1)? {
+            if s.spec.missed_fire != MissedFire::Skip {
+                continue; // run late: the first tick fires it once
+            }
+            let Some(first) = s.next_fire_at else {
+                continue;
+            };
+            let cutoff = now - config.missed_tolerance - 1;
+            let (missed, more) = s.spec.due_between(first, cutoff, config.missed_rows_cap)?;
+            let Some(&last) = missed.last() else { continue };
+            let next = s.spec.next_after(last, now)?;
+            if !schedules.advance(&s.id, Some(first), next, None)? {
+                continue;
+            }
+            let rest = if more {
+                s.spec
+                    .due_between(last, cutoff, usize::MAX)?
+                    .0
+                    .len()
+                    .saturating_sub(1)
+            } else {
+                0
+            };
+            for (i, due) in missed.iter().enumerate() {
+                let mut meta = json!({"due_at": due, "policy": "skip"});
+                if i + 1 == missed.len() && rest > 0 {
+                    meta["more"] = json!(rest);
+                }
+                schedules.record_run(
+                    &format!("sr-{}-{due}-missed", s.id),
+                    &s.id,
+                    "skipped",
+                    ScheduleReasons::SKIPPED_MISSED_FIRE,
+                    meta,
+                    *due,
+                    now,
+                    None,
+                    &actor,
+                )?;
+            }
+            tracing::info!(schedule = %s.spec.name, missed = missed.len() + rest, "missed fires recorded");
+            report
+                .missed
+                .push((s.spec.name.clone(), missed.len() + rest));
+        }
+        let (shutdown, _) = watch::channel(false);
+        Ok((
+            Self {
+                schedules,
+                clock,
+                launcher,
+                actor,
+                hooks: Vec::new(),
+                tasks: JoinSet::new(),
+                shutdown,
+            },
+            report,
+        ))
+    }
+
+    /// Adds a per-tick hook.
+    pub fn add_hook(&mut self, hook: Box<dyn TickHook>) {
+        self.hooks.push(hook);
+    }
+
+    /// The schedules.
+    pub fn schedules(&self) -> &Schedules {
+        &self.schedules
+    }
+
+    /// Runs started by this scheduler and not yet ended.
+    pub fn running(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// One tick: every enabled schedule due now fires (or is recorded
+    /// `skipped` for overlap when its concurrency cap is reached), its next
+    /// due instant moves past now (fires missed while a running scheduler
+    /// stalled coalesce into this one, with no skipped rows), then the
+    /// hooks run. Must be called inside a tokio runtime (runs are spawned).
+    pub fn tick(&mut self) -> Result<TickReport, Error> {
+        self.reap();
+        let now = self.clock.now();
+        let mut report = TickReport::default();
+        for s in self.schedules.due(now)? {
+            let Some(due) = s.next_fire_at else { continue };
+            let next = s.spec.next_after(due, now)?;
+            if !self.schedules.advance(&s.id, Some(due), next, Some(now))? {
+                continue; // changed under us: the next tick sees the new row
+            }
+            self.fire(&s, due, now, &mut report)?;
+        }
+        for hook in &mut self.hooks {
+            if let Err(e) = hook.tick(now) {
+                tracing::warn!(hook = hook.name(), error = %e, "tick hook failed");
+                report.hook_errors.push(format!("{}: {e}", hook.name()));
+            }
+        }
+        Ok(report)
+    }
+
+    /// Fires `name` now, whatever its due instant (still under its
+    /// concurrency cap). Returns the run id and whether it started.
+    pub fn trigger(&mut self, name: &str) -> Result<TickReport, Error> {
+        let s = self
+            .schedules
+            .get(name)?
+            .ok_or_else(|| Error::NotFound(name.to_owned()))?;
+        let now = self.clock.now();
+        let mut report = TickReport::default();
+        self.fire(&s, now, now, &mut report)?;
+        Ok(report)
+    }
+
+    fn fire(
+        &mut self,
+        s: &Schedule,
+        due: Micros,
+        now: Micros,
+        report: &mut TickReport,
+    ) -> Result<(), Error> {
+        let run_id = format!("sr-{}-{due}-{now}", s.id);
+        let running = self.schedules.running_count(&s.id)?;
+        if running >= s.spec.max_concurrent {
+            self.schedules.record_run(
+                &run_id,
+                &s.id,
+                "skipped",
+                ScheduleReasons::SKIPPED_OVERLAP,
+                json!({"running": running, "max_concurrent": s.spec.max_concurrent}),
+                due,
+                now,
+                None,
+                &self.actor,
+            )?;
+            report.skipped_overlap.push(run_id);
+            return Ok(());
+        }
+        let session_id = format!("sched-{}-{now}", s.spec.name);
+        self.schedules.record_run(
+            &run_id,
+            &s.id,
+            "running",
+            ScheduleReasons::FIRED_DUE,
+            json!({}),
+            due,
+            now,
+            Some(&session_id),
+            &self.actor,
+        )?;
+        let fire = Fire {
+            run_id: run_id.clone(),
+            schedule_id: s.id.clone(),
+            schedule_name: s.spec.name.clone(),
+            session_id,
+            request: s.spec.run.clone(),
+            due_at: due,
+        };
+        report.fired.push(run_id.clone());
+        let launcher = Arc::clone(&self.launcher);
+        let schedules = Arc::clone(&self.schedules);
+        let actor = self.actor.clone();
+        let shutdown = self.shutdown.subscribe();
+        self.tasks.spawn(async move {
+            let outcome = launcher.run(fire, shutdown).await;
+            let ended = state_sqlite::now_micros();
+            if let Err(e) = schedules.end_run(
+                &run_id,
+                &outcome.status,
+                &outcome.reason,
+                ended,
+                outcome.error.as_deref(),
+                &actor,
+            ) {
+                tracing::warn!(run = %run_id, error = %e, "recording the end of a scheduled run failed");
+            }
+        });
+        Ok(())
+    }
+
+    fn reap(&mut self) {
+        while let Some(done) = self.tasks.try_join_next() {
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "a scheduled run's task failed");
+            }
+        }
+    }
+
+    /// Waits until every run this scheduler started has ended and been
+    /// recorded.
+    pub async fn wait_idle(&mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Graceful shutdown: every running leg is cancelled through the
+    /// supervisor (its session records `cancelled`), and this returns when
+    /// every run's end is recorded.
+    pub async fn shutdown(mut self) {
+        let _ = self.shutdown.send(true);
+        self.wait_idle().await;
+    }
+}
+
+/// What a stale run's session says: the run's status, reason and detail
+/// (`None`: the session still runs, leave the run).
+fn session_end(
+    schedules: &Schedules,
+    session: Option<&str>,
+) -> Result<(Option<&'static str>, &'static str, String), Error> {
+    let Some(session) = session else {
+        return Ok((
+            Some("failed"),
+            "run.failed.exception",
+            "no session was recorded for this run".into(),
+        ));
+    };
+    let conn = schedules.store().engine().conn()?;
+    let row: Option<(String, Option<String>)> =
+        rusqlite::OptionalExtension::optional(conn.query_row(
+            "SELECT status, status_reason_code FROM sessions WHERE id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        ))?;
+    Ok(match row {
+        None => (
+            Some("failed"),
+            "run.failed.exception",
+            format!("session {session} was never recorded"),
+        ),
+        Some((status, _)) if status == "running" || status == "pending" => {
+            (None, "", String::new())
+        }
+        Some((status, reason)) => {
+            let (to, code) = match status.as_str() {
+                "completed" | "completed_empty" => ("completed", "run.completed.ok"),
+                "cancelled" => ("cancelled", "run.cancelled.system"),
+                "timed_out" => ("timed_out", "run.timed_out.deadline"),
+                _ => ("failed", "run.failed.exception"),
+            };
+            (
+                Some(to),
+                code,
+                format!(
+                    "session {session} ended {status} ({}) while no scheduler watched it",
+                    reason.unwrap_or_default()
+                ),
+            )
+        }
+    })
+}

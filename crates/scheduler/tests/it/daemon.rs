@@ -1,0 +1,251 @@
+//! The tick loop with an injected clock: fires, overlap skips, missed-fire
+//! detection once per start, stalls coalesce, graceful shutdown.
+
+use std::sync::Arc;
+
+use scheduler::{ManualClock, MissedFire, Scheduler, SchedulerConfig};
+
+use crate::common::{Env, interval, runs, runtime};
+
+const T0: i64 = 1_800_000_000_000_000;
+
+fn missed_rows(env: &Env) -> Vec<(i64, i64)> {
+    let conn = env.conn();
+    let mut stmt = conn
+        .prepare(
+            "SELECT due_at, detected_at FROM schedule_runs
+             WHERE status = 'skipped' AND status_reason_code = 'schedule.skipped.missed_fire'
+             ORDER BY due_at",
+        )
+        .expect("prepare");
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
+#[test]
+fn fires_when_due_and_skips_a_fire_that_overlaps_the_running_one() {
+    // contract: LC-042
+    let env = Env::new();
+    let schedules = env.schedules();
+    let clock = Arc::new(ManualClock::new(T0));
+    let s = schedules
+        .create(&interval("poll", 60, env.dir.path()), T0)
+        .expect("create");
+    runtime().block_on(async {
+        let (mut sched, pre) = Scheduler::start(
+            Arc::clone(&schedules),
+            Arc::clone(&clock),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        assert!(pre.missed.is_empty() && pre.stale_runs_ended.is_empty());
+        assert!(sched.tick().expect("tick").fired.is_empty(), "not due yet");
+
+        clock.advance_secs(60);
+        let first = sched.tick().expect("tick");
+        assert_eq!(first.fired.len(), 1);
+        assert_eq!(runs(&env, &s.id), [("running".into(), "schedule.fired.due".into())]);
+
+        // The leg still waits on its gate: the next fire overlaps it.
+        clock.advance_secs(60);
+        let second = sched.tick().expect("tick");
+        assert!(second.fired.is_empty());
+        assert_eq!(second.skipped_overlap.len(), 1);
+        assert_eq!(
+            runs(&env, &s.id)[1],
+            ("skipped".into(), "schedule.skipped.overlap".into())
+        );
+
+        env.open_gate();
+        sched.wait_idle().await;
+        assert_eq!(runs(&env, &s.id)[0].0, "completed", "the run ended with its leg");
+        let session: String = env
+            .conn()
+            .query_row(
+                "SELECT s.status FROM sessions s JOIN schedule_runs r ON r.session_id = s.id WHERE r.id = ?1",
+                [&first.fired[0]],
+                |r| r.get(0),
+            )
+            .expect("session of the run");
+        assert_eq!(session, "completed");
+
+        // Nothing runs any more: the next fire starts a run.
+        clock.advance_secs(60);
+        assert_eq!(sched.tick().expect("tick").fired.len(), 1);
+        sched.wait_idle().await;
+    });
+}
+
+#[test]
+fn a_concurrency_cap_of_two_allows_two_running_runs_before_skipping() {
+    // contract: LC-042
+    let env = Env::new();
+    let schedules = env.schedules();
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut spec = interval("wide", 10, env.dir.path());
+    spec.max_concurrent = 2;
+    let s = schedules.create(&spec, T0).expect("create");
+    runtime().block_on(async {
+        let (mut sched, _) = Scheduler::start(
+            Arc::clone(&schedules),
+            Arc::clone(&clock),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        let mut fired = 0;
+        let mut skipped = 0;
+        for _ in 0..3 {
+            clock.advance_secs(10);
+            let r = sched.tick().expect("tick");
+            fired += r.fired.len();
+            skipped += r.skipped_overlap.len();
+        }
+        assert_eq!((fired, skipped), (2, 1));
+        assert_eq!(schedules.running_count(&s.id).expect("count"), 2);
+        env.open_gate();
+        sched.wait_idle().await;
+        assert_eq!(schedules.running_count(&s.id).expect("count"), 0);
+    });
+}
+
+#[test]
+fn missed_fires_are_detected_once_at_start_stamped_at_detection() {
+    // contract: LC-043
+    // contract: LC-044
+    // contract: LC-045
+    let env = Env::new();
+    env.open_gate();
+    let schedules = env.schedules();
+    let clock = Arc::new(ManualClock::new(T0));
+    let skip = schedules
+        .create(&interval("skip", 60, env.dir.path()), T0)
+        .expect("create");
+    let mut late = interval("late", 60, env.dir.path());
+    late.missed_fire = MissedFire::RunOnce;
+    let late = schedules.create(&late, T0).expect("create");
+
+    // The scheduler was down from T0 to T0+330 s: due instants T0+60 ..
+    // T0+300 (5 of each) passed.
+    clock.advance_secs(330);
+    let restart = scheduler::Clock::now(&*clock);
+    runtime().block_on(async {
+        let (mut sched, pre) = Scheduler::start(
+            Arc::clone(&schedules),
+            Arc::clone(&clock),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        assert_eq!(pre.missed, [("skip".to_owned(), 5)]);
+        let missed = missed_rows(&env);
+        let dues: Vec<i64> = missed.iter().map(|m| m.0).collect();
+        assert_eq!(
+            dues,
+            (1..=5).map(|k| T0 + k * 60_000_000).collect::<Vec<_>>()
+        );
+        // LC-045: stamped with the detection time, not the due instant.
+        assert!(missed.iter().all(|m| m.1 == restart && m.0 < restart));
+        // LC-043: only the skip schedule; the run-late one fires once, late.
+        assert!(runs(&env, &late.id).is_empty());
+        let t = sched.tick().expect("tick");
+        assert_eq!(t.fired.len(), 1, "only the run-late schedule is due now");
+        assert_eq!(runs(&env, &late.id).len(), 1);
+        assert_eq!(
+            runs(&env, &skip.id).len(),
+            5,
+            "the skip schedule waits for T0+360"
+        );
+        sched.wait_idle().await;
+
+        // LC-044: a stall of a running scheduler (10 minutes without a
+        // tick) produces no missed-fire rows: the fires coalesce into one.
+        clock.advance_secs(600);
+        let t = sched.tick().expect("tick");
+        assert_eq!(t.fired.len(), 2, "one fire per schedule after the stall");
+        sched.wait_idle().await;
+        assert_eq!(missed_rows(&env).len(), 5, "no rows for the stall");
+        sched.shutdown().await;
+    });
+
+    // A second start detects only what was missed since (once per start).
+    clock.advance_secs(125);
+    runtime().block_on(async {
+        let (sched, pre) = Scheduler::start(
+            Arc::clone(&schedules),
+            Arc::clone(&clock),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        assert_eq!(pre.missed, [("skip".to_owned(), 2)]);
+        assert_eq!(missed_rows(&env).len(), 7);
+        sched.shutdown().await;
+    });
+}
+
+#[test]
+fn shutdown_cancels_running_legs_and_records_their_sessions_cancelled() {
+    let env = Env::new();
+    let schedules = env.schedules();
+    let clock = Arc::new(ManualClock::new(T0));
+    let s = schedules
+        .create(&interval("long", 60, env.dir.path()), T0)
+        .expect("create");
+    runtime().block_on(async {
+        let (mut sched, _) = Scheduler::start(
+            Arc::clone(&schedules),
+            Arc::clone(&clock),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        clock.advance_secs(60);
+        let fired = sched.tick().expect("tick").fired;
+        assert_eq!(fired.len(), 1);
+        // Let the leg spawn before shutting down (its gate never opens).
+        for _ in 0..200 {
+            let spawned: Option<i64> = env
+                .conn()
+                .query_row(
+                    "SELECT s.leg_pid FROM sessions s JOIN schedule_runs r ON r.session_id = s.id WHERE r.id = ?1",
+                    [&fired[0]],
+                    |r| r.get(0),
+                )
+                .unwrap_or(None);
+            if spawned.is_some() {
+                break;
+            }
+            tokio::task::yield_now().await;
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        sched.shutdown().await;
+    });
+    assert_eq!(runs(&env, &s.id)[0].0, "cancelled");
+    let status: String = env
+        .conn()
+        .query_row(
+            "SELECT s.status FROM sessions s JOIN schedule_runs r ON r.session_id = s.id WHERE r.schedule_id = ?1",
+            [&s.id],
+            |r| r.get(0),
+        )
+        .expect("session");
+    assert_eq!(status, "cancelled");
+}
+
+#[test]
+fn a_second_lock_on_the_same_database_is_refused_until_the_first_is_dropped() {
+    let env = Env::new();
+    let db = env.dir.path().join("state.db");
+    let first = scheduler::TickLock::acquire(&db).expect("first");
+    let second = scheduler::TickLock::acquire(&db);
+    assert!(
+        matches!(second, Err(scheduler::Error::Locked(_))),
+        "{second:?}"
+    );
+    drop(first);
+    scheduler::TickLock::acquire(&db).expect("free again");
+}
