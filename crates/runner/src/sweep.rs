@@ -301,8 +301,12 @@ pub fn kill_session<R: SessionRecorder>(
         .ok_or_else(|| Error::NoSuchSession {
             prefix: prefix.to_owned(),
         })?;
-    let policy_terminal = session.status != "running";
-    if policy_terminal {
+    // Fails closed: an unreadable policy counts as terminal (no kill).
+    let terminal = match lifecycle_core::default_registry().get("session") {
+        Ok(policy) => policy.is_terminal(&session.status),
+        Err(_) => true,
+    };
+    if terminal {
         return Err(Error::AlreadyEnded {
             id,
             status: session.status,
