@@ -251,6 +251,10 @@ impl<'a> Engine<'a> {
     }
 }
 
+fn empty_list(v: &Value) -> bool {
+    matches!(v, Value::Array(items) if items.is_empty())
+}
+
 /// One token of a document location.
 enum Token<'t> {
     /// A JSON-pointer token as written (`~0`, `~1` escaped).
@@ -409,9 +413,11 @@ impl<'a> Shape<'a> {
                     shape.reference = Some(v);
                     shape.container = true;
                 }
-                "allOf" => (shape.lists[0], shape.container) = (Some(v), true),
-                "anyOf" => (shape.lists[1], shape.container) = (Some(v), true),
-                "oneOf" => (shape.lists[2], shape.container) = (Some(v), true),
+                // An empty list constrains nothing here (the original reads
+                // `{"anyOf": []}` as an unconstrained leaf).
+                "allOf" => (shape.lists[0], shape.container) = (Some(v), !empty_list(v)),
+                "anyOf" => (shape.lists[1], shape.container) = (Some(v), !empty_list(v)),
+                "oneOf" => (shape.lists[2], shape.container) = (Some(v), !empty_list(v)),
                 "if" => (shape.singles[0], shape.container) = (Some(v), true),
                 "then" => (shape.singles[1], shape.container) = (Some(v), true),
                 "else" => (shape.singles[2], shape.container) = (Some(v), true),

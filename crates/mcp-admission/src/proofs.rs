@@ -406,9 +406,15 @@ impl<'a> Engine<'a> {
             Err(cause) => return self.fail(Proof::Coverage, InsufficiencyCause::Reference(cause)),
         };
         let key = addr(target);
-        // A target already being checked is covered by that check.
+        // A target reached again while it is being checked is a cycle:
+        // insufficient, as in the original.
         if self.memo.coverage_active.contains(&key) {
-            return Ok(());
+            return self.fail(
+                Proof::Coverage,
+                InsufficiencyCause::Reference(UnresolvedCause::CyclicReference(
+                    reference.to_owned(),
+                )),
+            );
         }
         if let Some(cached) = self.memo.coverage.get(&key) {
             return cached.clone();

@@ -231,10 +231,11 @@ impl<'a> Engine<'a> {
             Types::Absent => {
                 let mut has_branch = false;
                 for list in shape.lists.into_iter().flatten() {
-                    has_branch = true;
                     let Value::Array(branches) = list else {
                         return true;
                     };
+                    // An empty list constrains nothing (as the original reads it).
+                    has_branch |= !branches.is_empty();
                     for branch in branches {
                         if self.item_reaches(branch, depth + 1) {
                             return true;

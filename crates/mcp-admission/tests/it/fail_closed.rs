@@ -295,6 +295,25 @@ fn shapes_the_differential_test_found_the_original_refusing() {
         exec,
         DESCRIPTION,
     );
+    // An empty composition list constrains nothing; a `$ref` cycle fails coverage.
+    check(
+        "notebook",
+        json!({"properties": {"cmd": {"type": "array", "items": {"anyOf": []}}}}),
+        None,
+        CMD,
+    );
+    check(
+        "notebook",
+        json!({"properties": {"cmd": {"oneOf": []}}}),
+        None,
+        CMD,
+    );
+    check(
+        "bash",
+        json!({"type": "object", "additionalProperties": false, "$defs": {"A": {"$ref": "#/$defs/A"}}}),
+        None,
+        IDENTITY,
+    );
     // And the bounded-array exception holds for a pinned value (the original admits it).
     check(
         "bash",
