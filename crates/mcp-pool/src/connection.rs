@@ -200,6 +200,14 @@ impl Connection {
         Ok(registry)
     }
 
+    pub(crate) async fn bare_list_count(&self) -> Result<usize, Error> {
+        match tokio::time::timeout(self.config.request_timeout, self.peer.list_all_tools()).await {
+            Err(_) => Err(self.timeout("tools/list")),
+            Ok(Err(e)) => Err(self.service_error("tools/list", e)),
+            Ok(Ok(tools)) => Ok(tools.len()),
+        }
+    }
+
     async fn record_denials(&self, registry: &Registry) {
         let Some(sink) = self.config.denial_sink.clone() else {
             return;

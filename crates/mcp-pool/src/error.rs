@@ -169,20 +169,20 @@ pub enum Error {
 pub enum DenialReason {
     /// The admission gate found a generic executor surface.
     Admission(Reason),
-    /// The input schema does not compile, so arguments could never be
-    /// validated against it.
-    InvalidSchema(String),
+    /// The admission check itself failed (a bug): nothing is admitted on
+    /// its account.
+    CheckFailed,
     /// The server listed the name more than once.
     DuplicateName,
 }
 
 impl DenialReason {
     /// A stable kebab-case code: the admission reason's, or
-    /// `invalid-input-schema`, or `duplicate-tool-name`.
+    /// `admission-check-failed`, or `duplicate-tool-name`.
     pub fn code(&self) -> &'static str {
         match self {
             Self::Admission(reason) => reason.as_str(),
-            Self::InvalidSchema(_) => "invalid-input-schema",
+            Self::CheckFailed => "admission-check-failed",
             Self::DuplicateName => "duplicate-tool-name",
         }
     }
@@ -194,10 +194,7 @@ impl std::fmt::Display for DenialReason {
             Self::Admission(reason) => {
                 write!(f, "generic executor surface detected [{}]", reason.as_str())
             }
-            Self::InvalidSchema(detail) => write!(
-                f,
-                "its input schema does not compile [invalid-input-schema]: {detail}"
-            ),
+            Self::CheckFailed => f.write_str("the admission check failed [admission-check-failed]"),
             Self::DuplicateName => {
                 f.write_str("the server listed the name more than once [duplicate-tool-name]")
             }

@@ -56,3 +56,39 @@ where
         self(request)
     }
 }
+
+/// The tool-call security gate (GATE-001..025) in front of `tools/call`:
+/// its security pass, user hooks and second security pass run on the
+/// validated arguments; a refusal keeps its "could not answer" flag, and a
+/// rewrite the gate approved is validated again against the input schema.
+impl CallGate for tool_gate::Gate {
+    fn check(&self, request: &GateRequest<'_>) -> GateDecision {
+        let call = tool_gate::ToolCall::new(
+            request.server,
+            request.tool,
+            Value::Object(request.arguments.clone()),
+        );
+        let result = tool_gate::Gate::check(self, &call);
+        if result.is_allowed() {
+            return match result.rewritten_arguments() {
+                None => GateDecision::Allow,
+                Some(Value::Object(arguments)) => GateDecision::Rewrite(arguments.clone()),
+                Some(_) => GateDecision::Unavailable {
+                    reason: "a pre-hook rewrote the arguments into something other than an object"
+                        .into(),
+                },
+            };
+        }
+        let reason = match (result.control(), result.reason()) {
+            (Some(control), Some(reason)) => format!("{control}: {reason}"),
+            (None, Some(reason)) => reason.to_owned(),
+            (Some(control), None) => control.to_owned(),
+            (None, None) => "refused".to_owned(),
+        };
+        if result.errored() {
+            GateDecision::Unavailable { reason }
+        } else {
+            GateDecision::Deny { reason }
+        }
+    }
+}

@@ -23,8 +23,9 @@
 //! - **Calls:** [`McpPool::call_tool`] refuses a tool that is unknown or was
 //!   refused, validates the arguments against the tool's input schema with
 //!   `jsonschema` (compiled at most once per tool; an error names the JSON
-//!   pointer), runs the [`CallGate`] (a panic refuses), then sends
-//!   `tools/call`.
+//!   pointer), runs the [`CallGate`] (a panic refuses; `tool_gate::Gate`
+//!   implements it, so the GATE passes sit in front of every call), then
+//!   sends `tools/call`.
 //!
 //! Every failure is a typed [`Error`] naming the server, and leaves no
 //! process of the server's group behind: a handshake that does not finish

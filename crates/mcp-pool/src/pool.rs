@@ -350,6 +350,35 @@ impl McpPool {
         conn.call(tool, arguments).await
     }
 
+    /// The bench floor for listing: one `tools/list` (all pages) over the
+    /// pooled connection, with no admission and no registry update; returns
+    /// how many tools were listed. Not a way around admission: nothing it
+    /// returns can be called.
+    #[doc(hidden)]
+    pub async fn bare_list_count(&self, server: &str) -> Result<usize, Error> {
+        let conn = self.connection(server).await?;
+        conn.bare_list_count().await
+    }
+
+    /// The bench floor for calls: `tools/call` on a tool the registry
+    /// admitted, without argument validation or the gate.
+    #[doc(hidden)]
+    pub async fn bare_call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolResult, Error> {
+        let conn = self.connection(server).await?;
+        if conn.current_registry().await?.get(tool).is_none() {
+            return Err(Error::UnknownTool {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        conn.call(tool, arguments).await
+    }
+
     /// The process id of `server`'s process, while it is connected over
     /// stdio.
     pub async fn server_pid(&self, server: &str) -> Option<i32> {

@@ -15,7 +15,7 @@ use crate::error::{DenialReason, Error};
 pub struct AdmittedTool {
     name: String,
     description: Option<String>,
-    input_schema: Value,
+    input_schema: Arc<Value>,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
@@ -106,6 +106,71 @@ fn reason_code<S: serde::Serializer>(reason: &DenialReason, s: S) -> Result<S::O
 pub struct Registry {
     admitted: BTreeMap<String, Arc<AdmittedTool>>,
     denied: Vec<DeniedTool>,
+    /// Every verdict of the listing, by name, with the exact inputs it was
+    /// reached on: the admission gate is a pure function of (name,
+    /// description, schema), so an identical descriptor in the next
+    /// listing gets the same verdict without being judged again.
+    verdicts: BTreeMap<String, Verdict>,
+}
+
+#[derive(Debug, Clone)]
+struct Verdict {
+    description: Option<String>,
+    /// Shared with the admitted tool: the memo costs no copy.
+    input_schema: Arc<Value>,
+    outcome: Result<(), DenialReason>,
+}
+
+/// Lists at least this long are judged on several threads.
+const PARALLEL_FROM: usize = 64;
+
+/// A tool's verdict, and whether it is the previous listing's verdict on
+/// the identical descriptor.
+fn judge(tool: &ListedTool, previous: Option<&Registry>) -> (Result<(), DenialReason>, bool) {
+    if let Some(memo) = previous.and_then(|p| p.verdicts.get(&tool.name))
+        && memo.description == tool.description
+        && *memo.input_schema == tool.input_schema
+    {
+        return (memo.outcome.clone(), true);
+    }
+    let verdict = mcp_admission::validate_tool_admission(
+        &tool.name,
+        Some(&tool.input_schema),
+        tool.description.as_deref(),
+    )
+    .map_err(|denied| DenialReason::Admission(denied.reason()));
+    (verdict, false)
+}
+
+/// Judges every tool, on up to `available_parallelism` threads for long
+/// lists (each verdict is independent and pure).
+fn judge_all(
+    tools: &[ListedTool],
+    previous: Option<&Registry>,
+) -> Vec<(Result<(), DenialReason>, bool)> {
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    if tools.len() < PARALLEL_FROM || threads < 2 {
+        return tools.iter().map(|t| judge(t, previous)).collect();
+    }
+    let chunk = tools.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = tools
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || part.iter().map(|t| judge(t, previous)).collect::<Vec<_>>())
+            })
+            .collect();
+        let mut out = Vec::with_capacity(tools.len());
+        for (handle, part) in handles.into_iter().zip(tools.chunks(chunk)) {
+            match handle.join() {
+                Ok(verdicts) => out.extend(verdicts),
+                // A panicking judgement admits nothing (fail closed); the
+                // gate itself never panics on input.
+                Err(_) => out.extend(part.iter().map(|_| (Err(DenialReason::CheckFailed), false))),
+            }
+        }
+        out
+    })
 }
 
 /// A listed tool, as the registry takes it.
@@ -141,37 +206,51 @@ impl Registry {
             .filter(|t| !seen.insert(t.name.as_str()))
             .map(|t| t.name.clone())
             .collect();
+        let verdicts = judge_all(&tools, previous);
         let mut registry = Self::default();
-        for tool in tools {
+        for (tool, (verdict, unchanged)) in tools.into_iter().zip(verdicts) {
             let ListedTool {
                 name,
                 description,
                 input_schema,
             } = tool;
-            let verdict = if duplicates.contains(&name) {
+            let duplicate = duplicates.contains(&name);
+            let verdict = if duplicate {
                 Err(DenialReason::DuplicateName)
             } else {
-                mcp_admission::validate_tool_admission(
-                    &name,
-                    Some(&input_schema),
-                    description.as_deref(),
-                )
-                .map_err(|denied| DenialReason::Admission(denied.reason()))
+                verdict
             };
+            // An unchanged admitted tool keeps its entry (and its compiled
+            // validator) from the previous registry.
+            let reused = previous
+                .filter(|_| unchanged && !duplicate)
+                .and_then(|p| p.admitted.get(&name))
+                .filter(|_| verdict.is_ok())
+                .map(Arc::clone);
+            let input_schema = match &reused {
+                Some(old) => Arc::clone(&old.input_schema),
+                None => Arc::new(input_schema),
+            };
+            if !duplicate {
+                registry.verdicts.insert(
+                    name.clone(),
+                    Verdict {
+                        description: description.clone(),
+                        input_schema: Arc::clone(&input_schema),
+                        outcome: verdict.clone(),
+                    },
+                );
+            }
             match verdict {
                 Ok(()) => {
-                    let reused = previous.and_then(|p| p.admitted.get(&name)).filter(|old| {
-                        old.input_schema == input_schema && old.description == description
-                    });
-                    let entry = match reused {
-                        Some(old) => Arc::clone(old),
-                        None => Arc::new(AdmittedTool {
+                    let entry = reused.unwrap_or_else(|| {
+                        Arc::new(AdmittedTool {
                             name: name.clone(),
                             description,
                             input_schema,
                             validator: OnceLock::new(),
-                        }),
-                    };
+                        })
+                    });
                     registry.admitted.insert(name, entry);
                 }
                 Err(reason) => {

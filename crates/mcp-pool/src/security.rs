@@ -163,7 +163,13 @@ impl SecurityConfig {
     }
 }
 
-/// The lowercased scheme and host of `url`, userinfo and port removed.
+/// The lowercased scheme and host of `url`, userinfo and port removed, or
+/// `None` when either cannot be told for certain.
+///
+/// Fail closed where URL parsers disagree: a backslash ends the authority
+/// (WHATWG parsers read it as `/` for https), and a host with anything but
+/// letters, digits, `.`, `-` and `_` (or a bracketed IPv6 literal) is
+/// refused rather than guessed at.
 pub(crate) fn scheme_and_host(url: &str) -> Option<(String, String)> {
     let (scheme, rest) = url.split_once("://")?;
     if scheme.is_empty()
@@ -173,15 +179,28 @@ pub(crate) fn scheme_and_host(url: &str) -> Option<(String, String)> {
     {
         return None;
     }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = rest.split(['/', '?', '#', '\\']).next().unwrap_or_default();
     let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = if let Some(v6) = hostport.strip_prefix('[') {
-        v6.split(']').next().unwrap_or_default()
+        let (inner, _) = v6.split_once(']')?;
+        if inner.is_empty()
+            || !inner
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+        {
+            return None;
+        }
+        inner
     } else {
-        hostport.split(':').next().unwrap_or_default()
+        let host = hostport.split(':').next().unwrap_or_default();
+        if host.is_empty()
+            || !host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+        {
+            return None;
+        }
+        host
     };
-    if host.is_empty() {
-        return None;
-    }
     Some((scheme.to_ascii_lowercase(), host.to_ascii_lowercase()))
 }

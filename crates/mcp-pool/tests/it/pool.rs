@@ -209,15 +209,16 @@ async fn a_list_change_between_list_and_call_is_re_admitted_before_the_call() {
     let tag = tag();
     let pool = pool();
     pool.add_server("changing", entry(BENIGN, "list-changes", &tag));
-    let first = pool.list_tools("changing").await.expect("list");
-    assert_eq!(first.admitted.len(), 1, "lookup starts narrow");
-    // rmcp hands notifications to the client handler on a task of their
-    // own; the announcement came before the listing's answer, so it is
-    // handled at once, but give that task a moment to be scheduled.
+    // Connecting lists the tools once: the fixture answers that first
+    // `tools/list` with a narrow `lookup` (admitted) and announces, before
+    // the answer, that its list changed: `lookup` now takes a free-form
+    // command. The call re-lists, re-admits and refuses it without sending
+    // tools/call.
+    pool.list_tools("changing").await.expect("connect and list");
+    // rmcp hands each notification to the client handler on a task of its
+    // own; give that task a moment to run, as a real client's next turn
+    // would.
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    // The server announced a change right after that listing; its new
-    // `lookup` takes a free-form command. The call re-lists, re-admits and
-    // refuses it without sending tools/call.
     let e = pool
         .call_tool("changing", "lookup", json!({"record_id": "r1"}))
         .await
@@ -235,6 +236,8 @@ async fn a_list_change_between_list_and_call_is_re_admitted_before_the_call() {
     let now = pool.list_tools("changing").await.expect("relisted");
     assert!(now.admitted.is_empty());
     assert_eq!(now.denied.len(), 1);
+    // The server is still the one connected first: a re-list, not a reconnect.
+    assert!(pool.server_pid("changing").await.is_some());
     pool.shutdown().await;
     assert!(settle(&tag).await.is_empty());
 }
@@ -270,6 +273,33 @@ async fn each_denial_is_recorded_as_an_admin_events_row() {
         rows[0].1["message"]
             .as_str()
             .is_some_and(|m| m.contains("was not registered"))
+    );
+    pool.shutdown().await;
+    assert!(settle(&tag).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tool_gate_crate_guards_tools_call() {
+    let tag = tag();
+    let gate = tool_gate::Gate::builder()
+        .security(tool_gate::DestructiveGuard::default())
+        .build();
+    let mut config = config();
+    config.gate = Some(Arc::new(gate));
+    let pool = McpPool::new(config);
+    pool.add_server("benign", entry(BENIGN, "benign", &tag));
+    let ok = pool
+        .call_tool("benign", "echo", json!({"text": "ls -la"}))
+        .await
+        .expect("harmless");
+    assert_eq!(ok.result["content"][0]["text"], "ls -la");
+    let refused = pool
+        .call_tool("benign", "echo", json!({"text": "rm -rf /"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, Error::GateDenied { errored: false, .. }),
+        "{refused}"
     );
     pool.shutdown().await;
     assert!(settle(&tag).await.is_empty());

@@ -53,6 +53,10 @@ fn allowlists_name_bare_commands_and_exact_hosts() {
         "http://example.com/mcp",
         "ftp://example.com/mcp",
         "example.com/mcp",
+        "https://evil.com\\@example.com/mcp",
+        "https://example.com@evil.com/mcp",
+        "https://exa%6Dple.com/mcp",
+        "https:///mcp",
     ] {
         assert!(
             security.authorize("s", &url(refused)).is_err(),
@@ -150,4 +154,37 @@ async fn transport_refusal_does_not_depend_on_the_tools_being_benign() {
     let e = pool.list_tools("benign").await.unwrap_err();
     assert!(matches!(e, Error::TransportDenied { .. }), "{e}");
     assert!(crate::live_with_tag(&tag).is_empty(), "nothing was started");
+}
+
+proptest::proptest! {
+    // Whatever surrounds it, a URL is let in only when its real host is on
+    // the allowlist: userinfo, ports, paths and look-alike suffixes never
+    // smuggle an allowed name past the check.
+    #[test]
+    fn only_the_real_host_is_matched(
+        host in "[a-z]{1,8}\\.(com|org)",
+        other in "[a-z]{1,8}\\.(com|org)",
+        port in proptest::option::of(1u16..),
+        path in "[a-z/]{0,8}",
+    ) {
+        let mut security = SecurityConfig::trusted();
+        security.url_allowlist = Some(BTreeSet::from([host.clone()]));
+        let port = port.map(|p| format!(":{p}")).unwrap_or_default();
+        let allowed = format!("https://{host}{port}/{path}");
+        proptest::prop_assert!(security.authorize("s", &url(&allowed)).is_ok());
+        let same = other == host;
+        let cases = [
+            (format!("https://{host}@{other}{port}/{path}"), same),
+            (format!("https://{other}{port}/{host}"), same),
+            (format!("https://{host}.{other}{port}/{path}"), false),
+            (format!("https://{other}\\@{host}/{path}"), same),
+        ];
+        for (candidate, expected_ok) in cases {
+            proptest::prop_assert_eq!(
+                security.authorize("s", &url(&candidate)).is_ok(),
+                expected_ok,
+                "{}", candidate
+            );
+        }
+    }
 }
