@@ -1,7 +1,7 @@
 //! Fixture MCP servers for the workspace's tests and benches, built on
 //! rmcp's server side and speaking MCP over stdio.
 //!
-//! Two binaries, each taking a mode as its first argument (any further
+//! Three binaries, each taking a mode as its first argument (any further
 //! arguments are ignored, so a test can add a unique tag and find every
 //! process it started in `/proc`):
 //!
@@ -17,6 +17,10 @@
 //!   `tools/list`; answers `tools/list` with more than 10 MB; writes a JSON
 //!   line that is not JSON-RPC, or a line that is not JSON, instead of the
 //!   `tools/list` answer.
+//! - `mcp-khive-server ok|fail|crash LOG`: a fake khive daemon (one batch
+//!   tool, `request`, over the memory and brain verbs) that appends every
+//!   call it receives to the file `LOG`; `fail` answers each call with a
+//!   tool error and `crash` exits instead of answering.
 //!
 //! Tests and benches of other packages find the binaries with [`locate`],
 //! depending on this crate with `default-features = false` (std only).
@@ -31,7 +35,7 @@ mod locate;
 #[cfg(feature = "servers")]
 mod tools;
 
-pub use locate::{BENIGN, DIR_VAR, HOSTILE, locate};
+pub use locate::{BENIGN, DIR_VAR, HOSTILE, KHIVE, locate};
 #[cfg(feature = "servers")]
 pub use tools::{
     EXECUTOR_TOOLS, benign_tools, executor_tools, many_tools, schema, serve_stdio, spawn_sleeper,

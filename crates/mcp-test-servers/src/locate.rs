@@ -12,8 +12,10 @@ pub const DIR_VAR: &str = "MCP_TEST_SERVERS_DIR";
 pub const BENIGN: &str = "mcp-benign-server";
 /// The misbehaving server binary's name.
 pub const HOSTILE: &str = "mcp-hostile-server";
+/// The fake khive daemon's name (context-khive's tests).
+pub const KHIVE: &str = "mcp-khive-server";
 
-/// The path of fixture binary `name` ([`BENIGN`] or [`HOSTILE`]).
+/// The path of fixture binary `name` ([`BENIGN`], [`HOSTILE`] or [`KHIVE`]).
 ///
 /// Unless [`DIR_VAR`] names a directory, the first call in a process runs
 /// `cargo build -p mcp-test-servers --bins` into the target directory and
