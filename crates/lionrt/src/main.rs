@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod admission;
+mod daemon;
 mod dbpath;
 mod doctor;
 mod import;
@@ -25,6 +26,7 @@ mod progress;
 mod run;
 mod runopts;
 mod sandbox;
+mod schedule;
 mod sessions;
 mod state;
 mod view;
@@ -69,6 +71,13 @@ enum Command {
     Kill(kill::KillArgs),
     // Help text: on mirror::MirrorArgs (about and long_about).
     Mirror(mirror::MirrorArgs),
+    /// Schedules: create, ls, show, enable, disable, delete, trigger, runs,
+    /// and validate|apply FILE for a declarative set.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCmd),
+    /// The scheduler's tick loop: fires due schedules as runs; SIGTERM
+    /// cancels running legs (sessions end cancelled) and exits.
+    Daemon(daemon::DaemonArgs),
     /// Read back recorded sessions: ls, show, messages (--follow).
     #[command(subcommand)]
     Sessions(sessions::SessionsCmd),
@@ -128,6 +137,8 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&cli.db, cli.json, args),
         Command::Kill(args) => kill::run(&cli.db, cli.json, args),
         Command::Mirror(args) => mirror::run(&cli.db, cli.json, args),
+        Command::Schedule(cmd) => schedule::run(&cli.db, cli.json, cmd),
+        Command::Daemon(args) => daemon::run(&cli.db, cli.json, args),
         Command::Sessions(cmd) => sessions::run(&cli.db, cli.json, cmd),
         Command::Monitor(args) => monitor::run(&cli.db, cli.json, args),
         Command::Lifecycle(args) => lifecycle::run(&cli.db, cli.json, args),

@@ -177,6 +177,23 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         ))
     }
 
+    /// A scheduler WITHOUT the preamble, for firing one schedule by hand
+    /// ([`Scheduler::trigger`]) from another process while a daemon may be
+    /// ticking: it detects no missed fires and ends no stale runs (those
+    /// belong to the daemon's start). Do not tick it.
+    pub fn attach(schedules: Arc<Schedules>, clock: C, launcher: Arc<L>) -> Self {
+        let (shutdown, _) = watch::channel(false);
+        Self {
+            schedules,
+            clock,
+            launcher,
+            actor: scheduler_actor(),
+            hooks: Vec::new(),
+            tasks: JoinSet::new(),
+            shutdown,
+        }
+    }
+
     /// Adds a per-tick hook.
     pub fn add_hook(&mut self, hook: Box<dyn TickHook>) {
         self.hooks.push(hook);

@@ -15,6 +15,7 @@ mod postgres;
 mod reading;
 mod run;
 mod sandbox;
+mod schedule;
 mod state;
 
 use std::path::Path;
