@@ -12,6 +12,13 @@ use state_sqlite::{Conn, ReadOnlyEngine};
 
 /// Opens the store read-only (no write or PRAGMA reaches the file).
 pub(crate) fn open_read(db: &Path) -> Result<(ReadOnlyEngine, Conn)> {
+    // A server URL never reaches a path or a message (it may hold a
+    // password).
+    if crate::dbpath::is_url(db) {
+        bail!(
+            "this command reads a SQLite file, and --db names a PostgreSQL server (only `run` and `kill` take one yet)"
+        );
+    }
     if !db.exists() {
         bail!(
             "no database at {} (give --db, set LIONRT_DB, or run `lionrt run` / `lionrt state init` first)",

@@ -530,6 +530,65 @@ fn monitor_watch_redraws_on_a_terminal() {
         .expect("script");
     assert!(out.status.success(), "{out:?}");
     let shown = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(shown.matches("\x1b[H\x1b[2J").count(), 2, "two frames: {shown:?}");
+    assert_eq!(
+        shown.matches("\x1b[H\x1b[2J").count(),
+        2,
+        "two frames: {shown:?}"
+    );
     assert_eq!(shown.matches("open-1").count(), 2, "{shown:?}");
+}
+
+// contract: SQL-002
+#[test]
+fn the_reading_verbs_change_no_byte_of_the_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = seeded(dir.path());
+    // Fold the WAL into the file first, so the file is the whole store.
+    ok(&lionrt(&db, &["state", "checkpoint"]));
+    let before = std::fs::read(&db).expect("read");
+    for args in [
+        &["sessions", "ls"][..],
+        &["sessions", "show", "abc-1"],
+        &["sessions", "messages", "abc-2"],
+        &["monitor"],
+        &["lifecycle", "abc"],
+        &["state", "stats"],
+        &["state", "health", "--all"],
+    ] {
+        let out = lionrt(&db, args);
+        assert!(out.status.code().is_some(), "{args:?}: {out:?}");
+    }
+    assert!(
+        std::fs::read(&db).expect("read") == before,
+        "a reading verb wrote to the file"
+    );
+    // Nor to its write-ahead log (where a write would land first).
+    let wal = std::fs::metadata(dir.path().join("state.db-wal")).map_or(0, |m| m.len());
+    assert_eq!(wal, 0, "a reading verb wrote to the WAL");
+    // A prune dry run writes its audit row: the comparison can fail.
+    ok(&lionrt(&db, &["state", "prune", "--dry-run"]));
+    ok(&lionrt(&db, &["state", "checkpoint"]));
+    assert!(
+        std::fs::read(&db).expect("read") != before,
+        "the comparison sees writes"
+    );
+}
+
+#[test]
+fn a_server_url_is_refused_without_being_printed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = Path::new("postgres://lionrt:hunter2@127.0.0.1:1/x");
+    for args in [
+        &["sessions", "ls"][..],
+        &["sessions", "show", "a"],
+        &["monitor"],
+        &["lifecycle", "a"],
+    ] {
+        let out = lionrt(url, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let err = stderr(&out);
+        assert!(err.contains("PostgreSQL server"), "{args:?}: {err}");
+        assert!(!err.contains("hunter2"), "{args:?}: {err}");
+    }
+    assert!(std::fs::read_dir(dir.path()).expect("dir").next().is_none());
 }
