@@ -50,7 +50,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Inspect and change lifecycle state (init, create, transition, history, health, doctor).
+    /// Inspect, change and maintain lifecycle state (init, create, transition, history,
+    /// health, doctor, stats, checkpoint, vacuum, prune).
     #[command(subcommand)]
     State(state::StateCmd),
     /// Audit MCP tool descriptors with the admission gate (for CI and operators).
