@@ -16,6 +16,7 @@ mod import;
 mod kill;
 mod lifecycle;
 mod maintenance;
+mod mcp;
 mod mirror;
 mod monitor;
 mod out;
@@ -57,6 +58,9 @@ enum Command {
     /// Audit MCP tool descriptors with the admission gate (for CI and operators).
     #[command(subcommand)]
     Admission(admission::AdmissionCmd),
+    /// Connect to the MCP servers of an `.mcp.json`: list, audit (CI) and call their tools.
+    #[command(subcommand)]
+    Mcp(mcp::McpCmd),
     /// Manage git worktree sandboxes (create, ls, merge, cleanup).
     #[command(subcommand)]
     Sandbox(sandbox::SandboxCmd),
@@ -132,6 +136,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
         Command::Admission(cmd) => admission::run(cli.json, cmd),
+        Command::Mcp(cmd) => mcp::run(cli.json, cmd),
         Command::Sandbox(cmd) => sandbox::run(cli.json, cmd),
         Command::Plugin(args) => plugin::run(cli.json, args),
         Command::Outbox(cmd) => self::outbox::run(&cli.db, cli.json, cmd),

@@ -7,6 +7,7 @@ mod doctor;
 mod e2e_real_cli;
 mod import;
 mod live;
+mod mcp;
 mod mirror;
 mod outbox;
 mod plugin;

@@ -1,0 +1,238 @@
+//! `lionrt mcp ls|audit|call` end to end against the fixture MCP servers.
+
+use std::path::Path;
+use std::process::Output;
+
+use mcp_test_servers::{BENIGN, HOSTILE, locate};
+use serde_json::{Value, json};
+
+use crate::lionrt;
+
+fn fixture(name: &str) -> String {
+    locate(name)
+        .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn write_config(dir: &Path, servers: Value) -> String {
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).expect("write config");
+    path.to_string_lossy().into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn audit_exits_0_when_every_tool_is_admitted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        json!({"benign": {"command": fixture(BENIGN), "args": ["benign"]}}),
+    );
+    let out = lionrt(
+        &dir.path().join("state.db"),
+        &["mcp", "audit", "--config", &config],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = stdout(&out);
+    assert!(table.starts_with("SERVER"), "{table}");
+    assert_eq!(table.matches("admitted").count(), 3, "{table}");
+}
+
+#[test]
+fn audit_exits_1_and_names_each_denied_tool_with_its_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        json!({
+            "benign": {"command": fixture(BENIGN), "args": ["benign"]},
+            "exec": {"command": fixture(BENIGN), "args": ["executor"]}
+        }),
+    );
+    let out = lionrt(
+        &dir.path().join("state.db"),
+        &["mcp", "audit", "--config", &config, "--format", "jsonl"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    let denied: Vec<(String, String)> = lines
+        .iter()
+        .filter(|l| l["verdict"] == "deny")
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap_or_default().to_owned(),
+                l["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        denied,
+        [
+            ("bash".to_owned(), "unbounded-command-input".to_owned()),
+            (
+                "run_script".to_owned(),
+                "unbounded-script-payload".to_owned()
+            )
+        ]
+    );
+    assert_eq!(lines.iter().filter(|l| l["verdict"] == "admit").count(), 6);
+}
+
+#[test]
+fn audit_exits_2_when_a_server_cannot_be_audited_and_reports_it_in_sarif() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        json!({
+            "exec": {"command": fixture(BENIGN), "args": ["executor"]},
+            "broken": {"command": fixture(HOSTILE), "args": ["invalid-jsonrpc"]}
+        }),
+    );
+    let out = lionrt(
+        &dir.path().join("state.db"),
+        &["mcp", "audit", "--config", &config, "--format", "sarif"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sarif: Value = serde_json::from_str(stdout(&out).trim()).expect("sarif json");
+    assert_eq!(sarif["version"], "2.1.0");
+    let results = sarif["runs"][0]["results"].as_array().expect("results");
+    let rules: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r["ruleId"].as_str())
+        .collect();
+    assert!(rules.contains(&"server-not-audited"), "{rules:?}");
+    assert!(rules.contains(&"unbounded-command-input"), "{rules:?}");
+    let broken = results
+        .iter()
+        .find(|r| r["ruleId"] == "server-not-audited")
+        .expect("broken");
+    assert!(
+        broken["message"]["text"]
+            .as_str()
+            .is_some_and(|m| m.contains("not a JSON-RPC message"))
+    );
+}
+
+#[test]
+fn audit_of_a_missing_config_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nope.json");
+    let out = lionrt(
+        &dir.path().join("state.db"),
+        &["mcp", "audit", "--config", &missing.to_string_lossy()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error:"));
+}
+
+#[test]
+fn ls_json_lists_admitted_and_denied_tools_per_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        json!({"exec": {"command": fixture(BENIGN), "args": ["executor"]}}),
+    );
+    let out = lionrt(
+        &dir.path().join("state.db"),
+        &["--json", "mcp", "ls", "--config", &config],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = crate::stdout_json(&out);
+    assert_eq!(rows[0]["server"], "exec");
+    assert_eq!(rows[0]["admitted"].as_array().map(Vec::len), Some(3));
+    assert_eq!(rows[0]["denied"][0]["name"], "bash");
+    assert_eq!(rows[0]["denied"][0]["reason"], "unbounded-command-input");
+}
+
+#[test]
+fn call_goes_through_validation_and_the_gate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        json!({"benign": {"command": fixture(BENIGN), "args": ["benign"]}}),
+    );
+    let db = dir.path().join("state.db");
+    let ok = lionrt(
+        &db,
+        &[
+            "mcp",
+            "call",
+            "benign",
+            "add",
+            "--args",
+            r#"{"a": 20, "b": 22}"#,
+            "--config",
+            &config,
+        ],
+    );
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let result: Value = serde_json::from_str(stdout(&ok).trim()).expect("json");
+    assert_eq!(result["content"][0]["text"], "42");
+    let invalid = lionrt(
+        &db,
+        &[
+            "mcp",
+            "call",
+            "benign",
+            "add",
+            "--args",
+            r#"{"a": 1}"#,
+            "--config",
+            &config,
+        ],
+    );
+    assert_eq!(invalid.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&invalid.stderr).contains("invalid arguments"));
+    let gated = lionrt(
+        &db,
+        &[
+            "mcp",
+            "call",
+            "benign",
+            "echo",
+            "--args",
+            r#"{"text": "rm -rf /"}"#,
+            "--config",
+            &config,
+        ],
+    );
+    assert_eq!(gated.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&gated.stderr).contains("destructive"),
+        "{}",
+        String::from_utf8_lossy(&gated.stderr)
+    );
+    let refused = lionrt(&db, &["mcp", "call", "benign", "nope", "--config", &config]);
+    assert_eq!(refused.status.code(), Some(1));
+}
