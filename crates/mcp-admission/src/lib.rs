@@ -220,8 +220,10 @@
 //!   to denied `items`/`prefixItems` holds for a bounded property (pinned, or
 //!   a bounded array type); a composition branch of a bounded value is still
 //!   walked for free-form leaves; an untyped `additionalProperties` schema is
-//!   a free-form map. Each of these matches the original's verdicts (found
-//!   with the differential test).
+//!   a free-form map; an empty composition list constrains nothing
+//!   (`{"anyOf": []}` under a command key is free-form); a `$ref` cycle fails
+//!   the coverage proof. Each of these matches the original's verdicts
+//!   (found with the differential test).
 //! - 15 (denied vs. walked applicators): the walker walks the applicators it
 //!   recognises for free-form keys; the registry's denied verdict decides the
 //!   strong-name rule and (see above) the description rule, never an
