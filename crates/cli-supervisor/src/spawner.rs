@@ -44,7 +44,13 @@ fn spawner() -> Option<&'static Sender<Request>> {
                     // static and is never dropped.
                     for mut request in rx {
                         let _entered = request.runtime.enter();
-                        let _ = request.reply.send(request.command.spawn());
+                        // A panic inside spawn (a runtime shutting down) is
+                        // the caller's error, never the end of this thread.
+                        let spawned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                            || request.command.spawn(),
+                        ))
+                        .unwrap_or_else(|_| Err(io::Error::other("spawning panicked")));
+                        let _ = request.reply.send(spawned);
                     }
                 });
             match started {
