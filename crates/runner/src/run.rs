@@ -152,7 +152,8 @@ impl RunConfig {
     /// A config with the defaults: no sandbox, no effort or model, default
     /// watchdogs, no secret lookup, a 500 ms orphan grace, a cgroup where
     /// available, actor
-    /// `executor:runner-<pid>`, no terminal callback.
+    /// `executor:runner-<pid>`, no terminal callback, no progress observer,
+    /// no resume id and no provider kwargs.
     pub fn new(
         session_id: impl Into<String>,
         provider: ProviderChoice,
