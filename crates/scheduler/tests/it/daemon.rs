@@ -249,3 +249,64 @@ fn a_second_lock_on_the_same_database_is_refused_until_the_first_is_dropped() {
     drop(first);
     scheduler::TickLock::acquire(&db).expect("free again");
 }
+
+struct Counting {
+    name: &'static str,
+    calls: Arc<std::sync::atomic::AtomicUsize>,
+    fail: bool,
+}
+
+impl scheduler::TickHook for Counting {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn tick(&mut self, _now: i64) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.fail {
+            return Err("scan refused".into());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn every_tick_drives_every_hook_and_a_failing_hook_does_not_stop_the_tick() {
+    let env = Env::new();
+    env.open_gate();
+    let schedules = env.schedules();
+    let clock = Arc::new(ManualClock::new(T0));
+    schedules
+        .create(&interval("poll", 60, env.dir.path()), T0)
+        .expect("create");
+    let outbox = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mirror = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    runtime().block_on(async {
+        let (mut sched, _) = Scheduler::start(
+            Arc::clone(&schedules),
+            Arc::clone(&clock),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        sched.add_hook(Box::new(Counting {
+            name: "outbox",
+            calls: Arc::clone(&outbox),
+            fail: true,
+        }));
+        sched.add_hook(Box::new(Counting {
+            name: "mirror",
+            calls: Arc::clone(&mirror),
+            fail: false,
+        }));
+        for _ in 0..3 {
+            clock.advance_secs(60);
+            let r = sched.tick().expect("tick");
+            assert_eq!(r.fired.len(), 1, "the schedule still fires");
+            assert_eq!(r.hook_errors, ["outbox: scan refused"]);
+            sched.wait_idle().await;
+        }
+    });
+    assert_eq!(outbox.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(mirror.load(std::sync::atomic::Ordering::SeqCst), 3);
+}

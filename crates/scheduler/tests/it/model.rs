@@ -75,3 +75,55 @@ fn invalid_definitions_name_the_problem() {
         assert!(err.contains(needle), "{err}");
     }
 }
+
+mod props {
+    use proptest::prelude::*;
+
+    use crate::common::{cron, interval};
+
+    proptest! {
+        #[test]
+        fn interval_next_is_the_first_phase_point_after_now(
+            last in 0i64..1_000_000_000_000_000,
+            seconds in 1u64..1_000_000,
+            gap in 0i64..10_000_000_000_000,
+        ) {
+            let spec = interval("i", seconds, &super::ws());
+            let step = i64::try_from(seconds).unwrap_or(i64::MAX) * 1_000_000;
+            let now = last + gap;
+            let next = spec.next_after(last, now).expect("next").expect("some");
+            prop_assert!(next > now);
+            prop_assert!(next - step <= now);
+            prop_assert_eq!((next - last) % step, 0);
+        }
+
+        #[test]
+        fn cron_next_is_after_now_on_a_matching_minute_in_its_zone(
+            now in 1_600_000_000_000_000i64..2_000_000_000_000_000,
+            k in 1u32..30,
+            hours in -12i32..14,
+            half in proptest::bool::ANY,
+        ) {
+            let minutes = if half { 30 } else { 0 };
+            let sign = if hours < 0 { '-' } else { '+' };
+            let tz = format!("{sign}{:02}:{minutes:02}", hours.abs());
+            let spec = cron("c", &format!("*/{k} * * * *"), &tz, &super::ws());
+            spec.validate().expect("valid");
+            let next = spec.next_after(now, now).expect("next").expect("some");
+            prop_assert!(next > now);
+            prop_assert!(next - now <= 3_600_000_000);
+            prop_assert_eq!(next % 60_000_000, 0, "second 0 of a minute");
+            // Minutes past the hour in the zone (a whole number of hours
+            // plus 0 or 30 minutes from UTC) are a multiple of k.
+            let offset_min = i64::from(hours) * 60 + if hours < 0 { -i64::from(minutes) } else { i64::from(minutes) };
+            let local_min = (next / 60_000_000 + offset_min).rem_euclid(60);
+            prop_assert_eq!(local_min % i64::from(k), 0);
+        }
+
+        #[test]
+        fn zones_out_of_range_are_refused(h in 24i32..100, m in 0i32..60) {
+            let spec = cron("c", "* * * * *", &format!("+{h:02}:{m:02}"), &super::ws());
+            prop_assert!(spec.validate().is_err());
+        }
+    }
+}
