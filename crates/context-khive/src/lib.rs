@@ -39,4 +39,6 @@ pub use policy::{
 };
 pub use provider::{InjectedContext, KhiveProvider, WRITEBACK_KIND};
 pub use wire::Memory;
-pub use writeback::{ToolEvent, WritebackOutcome, resolution_pairs};
+pub use writeback::{
+    REDACTED, SENSITIVE_ARGUMENT_PATTERNS, ToolEvent, WritebackOutcome, resolution_pairs,
+};

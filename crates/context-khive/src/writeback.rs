@@ -1,7 +1,7 @@
 //! The rule behind writeback: a tool call that failed and a later call of
 //! the same tool that succeeded make one error/resolution pair.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::policy::WRITEBACK_MAX_CONTENT_BYTES;
 use crate::wire::truncate;
@@ -56,10 +56,29 @@ pub enum WritebackOutcome {
     Failed,
 }
 
+/// Argument names whose values are never written to memory (matched
+/// case-insensitively as substrings): the value is replaced by
+/// [`REDACTED`].
+pub const SENSITIVE_ARGUMENT_PATTERNS: [&str; 8] = [
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "credential",
+    "auth",
+    "api_key",
+    "private_key",
+];
+
+/// What a sensitive argument's value is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
 /// The texts to remember for `events`: for each failed call, the first
 /// later successful call of the same tool resolves it. A failure with no
-/// resolution is not remembered. Identical texts are kept once, each cut
-/// to [`WRITEBACK_MAX_CONTENT_BYTES`].
+/// resolution is not remembered. The resolving call's arguments are
+/// written with the values of sensitive-looking names
+/// ([`SENSITIVE_ARGUMENT_PATTERNS`], at any depth) redacted. Identical
+/// texts are kept once, each cut to [`WRITEBACK_MAX_CONTENT_BYTES`].
 pub fn resolution_pairs(events: &[ToolEvent]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for (i, event) in events.iter().enumerate() {
@@ -74,7 +93,9 @@ pub fn resolution_pairs(events: &[ToolEvent]) -> Vec<String> {
         };
         let text = format!(
             "tool {} failed: {}\nresolved by calling it with: {}",
-            event.tool, error, fix.arguments
+            event.tool,
+            error,
+            redact(&fix.arguments)
         );
         let text = truncate(&text, WRITEBACK_MAX_CONTENT_BYTES).to_owned();
         if !out.contains(&text) {
@@ -82,4 +103,29 @@ pub fn resolution_pairs(events: &[ToolEvent]) -> Vec<String> {
         }
     }
     out
+}
+
+fn is_sensitive(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    SENSITIVE_ARGUMENT_PATTERNS.iter().any(|p| name.contains(p))
+}
+
+/// `value` with the value of every sensitive-looking object key replaced.
+fn redact(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if is_sensitive(k) {
+                        Value::String(REDACTED.to_owned())
+                    } else {
+                        redact(v)
+                    };
+                    (k.clone(), v)
+                })
+                .collect::<Map<String, Value>>(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        other => other.clone(),
+    }
 }

@@ -5,6 +5,7 @@ use context_khive::{
     Error, ToolEvent, WRITEBACK_MAX_CONTENT_BYTES, WRITEBACK_PROVENANCE, WRITEBACK_SALIENCE_CAP,
     WritebackOutcome, resolution_pairs,
 };
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::{Daemon, policy, verbs};
@@ -195,4 +196,56 @@ async fn remembered_items_carry_the_namespace() {
     );
     assert_eq!(daemon.calls().len(), 1, "a blank namespace sends nothing");
     daemon.finish().await;
+}
+
+#[test]
+fn sensitive_argument_values_never_reach_memory() {
+    // contract: CTX-006
+    let events = [
+        ToolEvent::failed("deploy", json!({}), "unauthorized"),
+        ToolEvent::ok(
+            "deploy",
+            json!({"env": "staging", "API_TOKEN": "tok-123", "nested": [{"db_password": "hunter2"}]}),
+        ),
+    ];
+    let pairs = resolution_pairs(&events);
+    assert_eq!(pairs.len(), 1);
+    assert!(pairs[0].contains("staging"), "{}", pairs[0]);
+    assert!(
+        !pairs[0].contains("tok-123") && !pairs[0].contains("hunter2"),
+        "{}",
+        pairs[0]
+    );
+    assert_eq!(pairs[0].matches(context_khive::REDACTED).count(), 2);
+}
+
+fn event() -> impl Strategy<Value = ToolEvent> {
+    (
+        prop::sample::select(vec!["a", "b", "c"]),
+        ".{0,3000}",
+        prop::option::of(".{0,3000}"),
+    )
+        .prop_map(|(tool, arg, error)| match error {
+            Some(e) => ToolEvent::failed(tool, json!({"x": arg}), e),
+            None => ToolEvent::ok(tool, json!({"x": arg})),
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn no_written_item_exceeds_the_caps(
+        events in prop::collection::vec(event(), 0..8),
+        salience in prop::num::f64::ANY,
+    ) {
+        // contract: CTX-006
+        for text in resolution_pairs(&events) {
+            prop_assert!(text.len() <= WRITEBACK_MAX_CONTENT_BYTES);
+        }
+        let mut p = policy();
+        p.writeback_salience = salience;
+        let s = p.effective_writeback_salience();
+        prop_assert!((0.0..=WRITEBACK_SALIENCE_CAP).contains(&s), "{salience} -> {s}");
+    }
 }
