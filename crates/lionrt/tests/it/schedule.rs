@@ -337,3 +337,37 @@ fn a_sigkilled_daemon_restarts_with_no_orphan_and_no_running_session() {
         ) >= 1
     );
 }
+
+#[test]
+fn the_daemon_tick_drives_the_outbox_due_scan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let target = dir.path().join("delivered");
+    let target_arg = target.to_str().expect("utf-8");
+    assert!(lionrt(&db, &["state", "init"]).status.success());
+    let q = lionrt(
+        &db,
+        &[
+            "outbox",
+            "enqueue",
+            target_arg,
+            "--",
+            "/usr/bin/touch",
+            "{payload}",
+        ],
+    );
+    assert!(q.status.success(), "{q:?}");
+    // Without --outbox the tick leaves the row alone.
+    assert!(lionrt(&db, &["daemon", "--ticks", "1"]).status.success());
+    assert!(!target.exists());
+    let d = lionrt(&db, &["daemon", "--outbox", "--ticks", "1"]);
+    assert!(d.status.success(), "{d:?}");
+    assert!(target.exists(), "the tick's scan ran the row's template");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM dispatch_outbox WHERE status = 'pending'"
+        ),
+        0
+    );
+}
