@@ -168,3 +168,126 @@ fn a_dry_run_and_a_live_owner_change_nothing() {
     let history = lifecycle_core::LifecycleStore::history(&store, "session", "gone").expect("h");
     assert_eq!(history.last().map(|t| t.actor_id.as_str()), Some("sweep"));
 }
+
+#[test]
+fn kill_cancels_first_then_signals_only_a_verified_leg() {
+    // contract: SUP-006
+    let store = MemoryStore::default();
+    let actor = Actor::new(ActorType::Executor, "t");
+    let sessions = [
+        (
+            "live-owner",
+            9,
+            LegRecord {
+                pid: 70,
+                pgid: 70,
+                create_time: Some(1),
+            },
+        ),
+        (
+            "gone-owner",
+            5,
+            LegRecord {
+                pid: 71,
+                pgid: 71,
+                create_time: Some(2),
+            },
+        ),
+        (
+            "recycled",
+            9,
+            LegRecord {
+                pid: 72,
+                pgid: 72,
+                create_time: Some(3),
+            },
+        ),
+    ];
+    for (id, owner_start, leg) in sessions {
+        let s = SessionStart {
+            owner: Some(owner(7, Some(owner_start), None)),
+            ..SessionStart::new(id, "run.started.ok")
+        };
+        store.persist_session_start(&s, &actor).expect("start");
+        store.update_session(id, &leg_columns(&leg)).expect("leg");
+    }
+    // Owner 7 is alive (start 9); leg 70 and 71 are who the records say;
+    // pid 72 now belongs to a process started at another time.
+    let table = Table([(7, 9), (70, 1), (71, 2), (72, 99)].into_iter().collect());
+    let signals = Recorder::default();
+    let procs = Processes {
+        table: &table,
+        signaller: &signals,
+    };
+    let op = Actor::new(ActorType::Operator, "ops");
+    let grace = std::time::Duration::from_millis(50);
+
+    // A live owner: SIGTERM, and SIGKILL after the grace since the fake
+    // leader never leaves.
+    let report = runner::kill_session(&store, &procs, "live", grace, &op).expect("kill");
+    assert_eq!(report.id, "live-owner");
+    assert_eq!(report.owner, OwnerState::Alive);
+    assert_eq!(
+        *signals.0.lock().expect("lock"),
+        [(70, GroupSignal::Term), (70, GroupSignal::Kill)]
+    );
+    let snap = store.session("live-owner").expect("read").expect("row");
+    assert_eq!(snap.status, "cancelled");
+    assert_eq!(
+        snap.reason_code.as_deref(),
+        Some("run.cancelled.manual_kill")
+    );
+
+    // A gone owner: straight to SIGKILL of the verified group.
+    signals.0.lock().expect("lock").clear();
+    let report = runner::kill_session(&store, &procs, "gone-owner", grace, &op).expect("kill");
+    assert!(matches!(report.owner, OwnerState::Gone(_)));
+    assert_eq!(*signals.0.lock().expect("lock"), [(71, GroupSignal::Kill)]);
+
+    // A recycled pid: the session is cancelled, nobody is signalled.
+    signals.0.lock().expect("lock").clear();
+    let report = runner::kill_session(&store, &procs, "rec", grace, &op).expect("kill");
+    assert_eq!(report.status, "cancelled");
+    assert!(signals.0.lock().expect("lock").is_empty());
+
+    // Already ended, unknown and ambiguous ids are refused.
+    assert!(matches!(
+        runner::kill_session(&store, &procs, "live-owner", grace, &op),
+        Err(runner::Error::AlreadyEnded { .. })
+    ));
+    assert!(matches!(
+        runner::kill_session(&store, &procs, "zzz", grace, &op),
+        Err(runner::Error::NoSuchSession { .. })
+    ));
+    assert!(matches!(
+        runner::resolve_session(&store, ""),
+        Err(runner::Error::AmbiguousSession { .. })
+    ));
+}
+
+#[test]
+fn kill_refuses_a_live_session_with_no_leg_yet_and_changes_nothing() {
+    let store = MemoryStore::default();
+    let s = SessionStart {
+        owner: Some(owner(7, Some(9), None)),
+        ..SessionStart::new("young", "run.started.ok")
+    };
+    store
+        .persist_session_start(&s, &Actor::new(ActorType::Executor, "t"))
+        .expect("start");
+    let table = Table([(7, 9)].into_iter().collect());
+    let signals = Recorder::default();
+    let procs = Processes {
+        table: &table,
+        signaller: &signals,
+    };
+    let op = Actor::new(ActorType::Operator, "ops");
+    assert!(matches!(
+        runner::kill_session(&store, &procs, "young", std::time::Duration::ZERO, &op),
+        Err(runner::Error::NoLegYet { .. })
+    ));
+    assert_eq!(
+        store.session("young").expect("read").expect("row").status,
+        "running"
+    );
+}
