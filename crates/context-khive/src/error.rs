@@ -28,6 +28,14 @@ pub enum Error {
         #[source]
         source: mcp_pool::Error,
     },
+    /// The request did not finish within the policy's timeout.
+    #[error("khive request over mcp server '{server}' timed out after {timeout:?}")]
+    TimedOut {
+        /// The pool's server name for the daemon.
+        server: String,
+        /// The policy's timeout.
+        timeout: std::time::Duration,
+    },
     /// The daemon answered the request with a tool error.
     #[error("khive daemon refused the request: {detail}")]
     Refused {

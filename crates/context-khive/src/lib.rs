@@ -18,8 +18,10 @@
 //!   feedback still writes the shared brain store: pin one wherever writes
 //!   must stay isolated.
 //! - **Failure isolation:** `provide` and `writeback` log every failure
-//!   and return an empty context or [`WritebackOutcome::Failed`]; the
-//!   `try_` forms return the typed [`Error`].
+//!   (a daemon that does not answer within
+//!   [`KhiveInjectionPolicy::timeout`] included) and return an empty
+//!   context or [`WritebackOutcome::Failed`]; the `try_` forms return the
+//!   typed [`Error`].
 //!
 //! The runtime's binary pulls this crate in only under its `khive` cargo
 //! feature, so the core builds without it; and the daemon is connected

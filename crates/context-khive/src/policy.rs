@@ -1,5 +1,7 @@
 //! What the provider asks the daemon for, and on whose behalf.
 
+use std::time::Duration;
+
 use crate::error::Error;
 
 /// The highest salience a writeback item is ever stored at: writeback
@@ -43,6 +45,9 @@ pub struct KhiveInjectionPolicy {
     /// The salience asked for writeback items; never above
     /// [`WRITEBACK_SALIENCE_CAP`].
     pub writeback_salience: f64,
+    /// The longest a recall or a writeback may take, connection included;
+    /// past it the request is abandoned and the turn goes on.
+    pub timeout: Duration,
 }
 
 impl KhiveInjectionPolicy {
@@ -67,6 +72,7 @@ impl KhiveInjectionPolicy {
             recall_limit: 5,
             writeback: false,
             writeback_salience: WRITEBACK_SALIENCE_CAP,
+            timeout: Duration::from_secs(5),
         })
     }
 

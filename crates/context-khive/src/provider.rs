@@ -193,12 +193,18 @@ impl KhiveProvider {
     }
 
     /// Sends one batch over the pool and returns one result per op.
+    /// Abandoned (the call future dropped) past the policy's timeout.
     async fn request(&self, ops: Vec<Value>) -> Result<Vec<Value>, Error> {
         let n = ops.len();
-        let answer = self
+        let call = self
             .pool
-            .call_tool(&self.policy.server, &self.policy.tool, json!({"ops": ops}))
+            .call_tool(&self.policy.server, &self.policy.tool, json!({"ops": ops}));
+        let answer = tokio::time::timeout(self.policy.timeout, call)
             .await
+            .map_err(|_| Error::TimedOut {
+                server: self.policy.server.clone(),
+                timeout: self.policy.timeout,
+            })?
             .map_err(|source| Error::Transport {
                 server: self.policy.server.clone(),
                 source,

@@ -17,10 +17,11 @@
 //!   `tools/list`; answers `tools/list` with more than 10 MB; writes a JSON
 //!   line that is not JSON-RPC, or a line that is not JSON, instead of the
 //!   `tools/list` answer.
-//! - `mcp-khive-server ok|fail|crash LOG`: a fake khive daemon (one batch
+//! - `mcp-khive-server ok|fail|crash|slow LOG`: a fake khive daemon (one batch
 //!   tool, `request`, over the memory and brain verbs) that appends every
 //!   call it receives to the file `LOG`; `fail` answers each call with a
-//!   tool error and `crash` exits instead of answering.
+//!   tool error, `crash` exits instead of answering and `slow` answers
+//!   after 5 s.
 //!
 //! Tests and benches of other packages find the binaries with [`locate`],
 //! depending on this crate with `default-features = false` (std only).

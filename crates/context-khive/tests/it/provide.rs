@@ -286,3 +286,19 @@ async fn a_namespaced_policy_still_recalls_and_composes() {
     }
     daemon.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_daemon_is_abandoned_at_the_policy_timeout() {
+    // contract: CTX-008
+    let daemon = Daemon::start("slow");
+    let mut p = policy();
+    p.timeout = Duration::from_millis(500);
+    let provider = daemon.provider(p);
+    assert!(provider.provide("q").await.is_empty());
+    assert!(matches!(
+        provider.try_provide("q").await,
+        Err(Error::TimedOut { .. })
+    ));
+    assert_eq!(daemon.calls().len(), 2, "both recalls reached the daemon");
+    daemon.finish().await;
+}

@@ -249,3 +249,19 @@ proptest! {
         prop_assert!((0.0..=WRITEBACK_SALIENCE_CAP).contains(&s), "{salience} -> {s}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_daemon_fails_the_writeback_not_the_turn() {
+    // contract: CTX-009
+    let daemon = Daemon::start("slow");
+    let mut p = policy();
+    p.writeback = true;
+    p.timeout = std::time::Duration::from_millis(500);
+    let provider = daemon.provider(p);
+    assert_eq!(provider.writeback(&turn()).await, WritebackOutcome::Failed);
+    assert!(matches!(
+        provider.try_writeback(&turn()).await,
+        Err(Error::TimedOut { .. })
+    ));
+    daemon.finish().await;
+}

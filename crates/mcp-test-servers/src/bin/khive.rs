@@ -1,4 +1,4 @@
-//! `mcp-khive-server ok|fail|crash LOG [TAG...]`: a fake khive daemon over
+//! `mcp-khive-server ok|fail|crash|slow LOG [TAG...]`: a fake khive daemon over
 //! MCP stdio, for context-khive's tests.
 //!
 //! It offers one tool, `request`, taking `{"ops": [{"verb", "params"}]}`:
@@ -17,7 +17,8 @@
 //!   `provenance`, `namespace`.
 //!
 //! Modes: `ok` answers; `fail` logs the call and answers every one with a
-//! tool error; `crash` logs the call and exits without answering.
+//! tool error; `crash` logs the call and exits without answering; `slow`
+//! logs the call and answers it like `ok` after 5 s.
 #![forbid(unsafe_code)]
 
 use std::io::Write;
@@ -39,6 +40,7 @@ enum Mode {
     Ok,
     Fail,
     Crash,
+    Slow,
 }
 
 struct Server {
@@ -192,6 +194,7 @@ impl rmcp::ServerHandler for Server {
                     ContentBlock::text("khive store unavailable"),
                 ])));
             }
+            Mode::Slow => tokio::time::sleep(std::time::Duration::from_secs(5)).await,
             Mode::Ok => {}
         }
         if request.name != "request" {
@@ -214,13 +217,14 @@ fn main() {
         Some("ok") => Mode::Ok,
         Some("fail") => Mode::Fail,
         Some("crash") => Mode::Crash,
+        Some("slow") => Mode::Slow,
         other => {
-            eprintln!("usage: mcp-khive-server ok|fail|crash LOG [TAG...] (got {other:?})");
+            eprintln!("usage: mcp-khive-server ok|fail|crash|slow LOG [TAG...] (got {other:?})");
             std::process::exit(2);
         }
     };
     let Some(log) = args.next().map(PathBuf::from) else {
-        eprintln!("usage: mcp-khive-server ok|fail|crash LOG [TAG...]");
+        eprintln!("usage: mcp-khive-server ok|fail|crash|slow LOG [TAG...]");
         std::process::exit(2);
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
