@@ -13,7 +13,7 @@ use serde_json::json;
 use state_sqlite::Store;
 
 use crate::error::Error;
-use crate::model::{Micros, ScheduleSpec};
+use crate::model::{Micros, ScheduleSpec, Trigger};
 
 /// A stored schedule.
 #[derive(Debug, Clone, Serialize)]
@@ -92,6 +92,14 @@ impl Schedules {
     /// computed from `now`.
     pub fn create(&self, spec: &ScheduleSpec, now: Micros) -> Result<Schedule, Error> {
         spec.validate()?;
+        if let Trigger::Once { .. } = spec.trigger
+            && spec.next_after(now, now)?.is_none()
+        {
+            return Err(Error::Invalid {
+                name: spec.name.clone(),
+                reason: "the one-shot instant is in the past".into(),
+            });
+        }
         let mut conn = self.conn()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         if find(&tx, &spec.name)?.is_some() {
@@ -129,10 +137,12 @@ impl Schedules {
         let to = if enabled { "enabled" } else { "disabled" };
         if s.status != to {
             let (code, next) = if enabled {
-                (
-                    "schedule_definition.enabled.observed",
-                    s.spec.first_due(now)?,
-                )
+                // A one-shot whose instant passed stays spent.
+                let next = match s.spec.trigger {
+                    Trigger::Once { .. } => s.spec.next_after(now, now)?,
+                    _ => s.spec.first_due(now)?,
+                };
+                ("schedule_definition.enabled.observed", next)
             } else {
                 ("schedule_definition.disabled.manual", s.next_fire_at)
             };

@@ -113,3 +113,27 @@ fn an_invalid_set_is_refused_before_anything_is_written() {
     assert!(matches!(dup, Err(Error::Invalid { .. })), "{dup:?}");
     assert!(names(&env).is_empty());
 }
+
+#[test]
+fn a_one_shot_in_the_past_is_refused_and_a_spent_one_is_not_refired_by_enable() {
+    let env = Env::new();
+    let schedules = env.schedules();
+    let mut once = interval("once", 1, env.dir.path());
+    once.trigger = scheduler::Trigger::Once {
+        at: "2027-01-15T08:00:00Z".into(),
+    };
+    let at = chrono::DateTime::parse_from_rfc3339("2027-01-15T08:00:00Z")
+        .expect("instant")
+        .timestamp_micros();
+    let err = schedules.create(&once, at + 1).expect_err("in the past");
+    assert!(err.to_string().contains("in the past"), "{err}");
+    let s = schedules.create(&once, at - 1).expect("create");
+    assert_eq!(s.next_fire_at, Some(at));
+    schedules
+        .set_enabled("once", false, at + 5)
+        .expect("disable");
+    let s = schedules
+        .set_enabled("once", true, at + 10)
+        .expect("enable");
+    assert_eq!(s.next_fire_at, None, "its instant passed");
+}
