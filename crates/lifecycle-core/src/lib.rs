@@ -61,7 +61,7 @@ pub use policy::{
 };
 pub use run_end::{Cancellation, LegEnd, RunFacts, RunVerdict, WorkEvidence, end_of_run};
 pub use session::{
-    LegRecord, OwnerRecord, SESSION_COLUMNS, SessionEnd, SessionRecorder, SessionSnapshot, SessionStart, Usage,
-    columns, leg_columns, owner_columns,
+    LegRecord, OwnerRecord, SESSION_COLUMNS, SessionEnd, SessionRecorder, SessionSnapshot,
+    SessionStart, Usage, columns, leg_columns, owner_columns,
 };
 pub use store::{LifecycleStore, TerminalEvent, TerminalSink, TransitionRecord};
