@@ -17,6 +17,9 @@ use crate::launch::{Fire, Launcher};
 use crate::model::{Micros, MissedFire};
 use crate::store::{Schedule, Schedules};
 
+/// At most this many further missed instants are counted per schedule.
+const MISSED_COUNT_CAP: usize = 100_000;
+
 /// Work driven on every tick besides the schedules (the outbox due-scan,
 /// the mirror reconcile). A failing hook is logged; the tick goes on.
 pub trait TickHook: Send {
@@ -131,19 +134,19 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             if !schedules.advance(&s.id, Some(first), next, None)? {
                 continue;
             }
-            let rest = if more {
-                s.spec
-                    .due_between(last, cutoff, usize::MAX)?
-                    .0
-                    .len()
-                    .saturating_sub(1)
+            // The rest is counted, not written, and the count itself is
+            // bounded (a 1 s cron down for a year would be 31 M steps).
+            let (rest, rest_capped) = if more {
+                let (after, capped) = s.spec.due_between(last, cutoff, MISSED_COUNT_CAP)?;
+                (after.len().saturating_sub(1), capped)
             } else {
-                0
+                (0, false)
             };
             for (i, due) in missed.iter().enumerate() {
                 let mut meta = json!({"due_at": due, "policy": "skip"});
                 if i + 1 == missed.len() && rest > 0 {
                     meta["more"] = json!(rest);
+                    meta["more_is_lower_bound"] = json!(rest_capped);
                 }
                 schedules.record_run(
                     &format!("sr-{}-{due}-missed", s.id),

@@ -310,3 +310,41 @@ fn every_tick_drives_every_hook_and_a_failing_hook_does_not_stop_the_tick() {
     assert_eq!(outbox.load(std::sync::atomic::Ordering::SeqCst), 3);
     assert_eq!(mirror.load(std::sync::atomic::Ordering::SeqCst), 3);
 }
+
+#[test]
+fn missed_fires_beyond_the_row_cap_are_counted_on_the_last_row() {
+    // contract: LC-043
+    let env = Env::new();
+    let schedules = env.schedules();
+    let clock = Arc::new(ManualClock::new(T0));
+    schedules
+        .create(&interval("fast", 1, env.dir.path()), T0)
+        .expect("create");
+    // Down for 1,000 s: due instants T0+1 .. T0+998 were missed; those at
+    // T0+999 and T0+1000 are within the 1 s tolerance: a fire, not a miss.
+    clock.advance_secs(1000);
+    let config = SchedulerConfig {
+        missed_rows_cap: 10,
+        ..SchedulerConfig::default()
+    };
+    let (_sched, pre) = Scheduler::start(
+        Arc::clone(&schedules),
+        Arc::clone(&clock),
+        env.launcher(),
+        config,
+    )
+    .expect("start");
+    assert_eq!(pre.missed, [("fast".to_owned(), 998)]);
+    assert_eq!(missed_rows(&env).len(), 10);
+    let meta: String = env
+        .conn()
+        .query_row(
+            "SELECT status_reason_json FROM schedule_runs ORDER BY due_at DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .expect("row");
+    let meta: serde_json::Value = serde_json::from_str(&meta).expect("json");
+    assert_eq!(meta["metadata"]["more"], 988, "{meta}");
+    assert_eq!(meta["metadata"]["more_is_lower_bound"], false, "{meta}");
+}
