@@ -19,6 +19,7 @@ mod maintenance;
 mod mcp;
 mod mirror;
 mod monitor;
+mod notify_wiring;
 mod out;
 mod outbox;
 mod pg;

@@ -75,6 +75,8 @@ pub(crate) struct RunArgs {
     live: crate::progress::LiveArgs,
     #[command(flatten)]
     agent: crate::runopts::AgentArgs,
+    #[command(flatten)]
+    notify: crate::notify_wiring::NotifyArgs,
 }
 
 /// The built-in demo script: one streamed answer.
@@ -103,6 +105,8 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         .session
         .clone()
         .unwrap_or_else(|| format!("run-{}", now_micros()));
+    let sqlite = crate::pg::url(db).is_none().then(|| db.to_owned());
+    let notify = crate::notify_wiring::prepare(&args.notify, &workspace, sqlite, &session);
     let mut config = RunConfig::new(session, provider, &args.prompt, workspace);
     config.model = args.model.clone();
     config.effort = effort;
@@ -119,18 +123,26 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
     crate::runopts::apply(db, args.provider, &args.agent, &mut config)?;
     crate::progress::attach(&mut config, json, &args.live);
     match crate::pg::url(db) {
-        Some(url) => execute(Arc::new(crate::pg::open(&url)?), config, json),
+        Some(url) => execute(Arc::new(crate::pg::open(&url)?), config, notify, json),
         None => execute(
             Arc::new(Store::new(Engine::create(db, EngineConfig::default())?)),
             config,
+            notify,
             json,
         ),
     }
 }
 
 /// Sweeps, runs the job on `store` and prints its report (any recorder:
-/// the SQLite file or a PostgreSQL database).
-fn execute<R>(store: Arc<R>, config: RunConfig, json: bool) -> Result<ExitCode>
+/// the SQLite file or a PostgreSQL database). The terminal notification
+/// (`notify_wiring`) starts once the terminal transition committed and is
+/// flushed before the report is printed.
+fn execute<R>(
+    store: Arc<R>,
+    mut config: RunConfig,
+    notify: crate::notify_wiring::Prepared,
+    json: bool,
+) -> Result<ExitCode>
 where
     R: SessionRecorder + Send + Sync + 'static,
 {
@@ -139,11 +151,25 @@ where
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let wiring = Arc::new(notify.install(runtime.handle().clone()));
+    let (w, s) = (Arc::clone(&wiring), Arc::clone(&store));
+    config.on_terminal = Some(Arc::new(move |report: &RunReport| {
+        match s.history("session", &report.session) {
+            Ok(history) => {
+                if let Some(last) = history.into_iter().last() {
+                    w.on_terminal(last);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "terminal row not read; no notification"),
+        }
+    }));
     let report = runtime.block_on(async {
         // Installed before anything is spawned: no signal can arrive while a
         // leg runs unwatched.
         let cancel = cancellation()?;
-        anyhow::Ok(runner::run(Arc::clone(&store), config, cancel).await?)
+        let report = runner::run(Arc::clone(&store), config, cancel).await;
+        wiring.finish().await;
+        anyhow::Ok(report?)
     })?;
     let history = store.history("session", &report.session)?;
     print_report(json, &report, &history);

@@ -62,6 +62,12 @@ impl Settings {
         Settings::parse(text.as_bytes()).map_err(|e| e.at(Path::new("")))
     }
 
+    /// The top-level value under `key` (any owner's section, read-only), if
+    /// the document has it.
+    pub fn section(&self, key: &str) -> Option<&Value> {
+        self.root.get(key)
+    }
+
     pub(crate) fn render(&self) -> io::Result<String> {
         serde_saphyr::to_string(&Value::Object(self.root.clone())).map_err(io::Error::other)
     }

@@ -9,6 +9,7 @@ mod import;
 mod live;
 mod mcp;
 mod mirror;
+mod notify;
 mod outbox;
 mod plugin;
 mod plugin_settings;

@@ -1,0 +1,344 @@
+//! `lionrt run`'s terminal notification: after the run's terminal
+//! transition commits, its envelope goes to the notify registry and the
+//! configured `notify.on_terminal` handler runs; with durable delivery
+//! configured the envelope is enqueued in the dispatch outbox instead and
+//! delivered by a scan (one at the end of the run, `lionrt outbox deliver`
+//! retries later).
+//!
+//! Settings come from three levels, highest first: `--notify-on-terminal`,
+//! the workspace's `.lionagi/settings.yaml`, the global settings file.
+//! `notify.durable: true` (project, else global) or `--notify-durable`
+//! selects durable delivery. Nothing here can fail or delay the run: a
+//! settings file that does not load, a refused value or a failed enqueue is
+//! a warning on stderr and the run goes on.
+//!
+//! Durable delivery runs the same argv through the outbox's exec transport,
+//! which gives the envelope as an argument (the transport's stdin is
+//! null): an argv element `{payload}` is replaced by the envelope JSON, and
+//! an argv without one gets it appended as its last argument.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::Args;
+use lifecycle_core::{Actor, ActorType, TerminalEvent, TerminalSink, TransitionRecord};
+use notify::{
+    Adapter, DEFAULT_BUDGET, NotifyOutcome, OutcomeSink, Registry, Resolution, RunNotify, RunScope,
+    TerminalNotifier, install_for_run, resolve_on_terminal,
+};
+use outbox::{
+    ExecTransport, NewDispatch, ScanConfig, SystemClock, Template, deliver_due, enqueue_dispatch,
+};
+use runtime_settings::{Settings, SettingsFile};
+use serde_json::Value;
+use state_sqlite::{Engine, EngineConfig, SqliteOutbox, Store};
+use tokio::runtime::Handle;
+
+/// How long the end-of-run scan lets one send take.
+const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `lionrt run`'s notification flags.
+#[derive(Debug, Args, Default)]
+pub(crate) struct NotifyArgs {
+    /// A per-run `notify.on_terminal` command (split by POSIX shell-word
+    /// rules, never run by a shell); overrides the settings files.
+    #[arg(long, value_name = "CMD")]
+    notify_on_terminal: Option<String>,
+    /// Deliver the terminal notification through the durable outbox.
+    #[arg(long)]
+    notify_durable: bool,
+}
+
+/// The notification settings of one run, resolved before it starts.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    per_run: Option<Value>,
+    project: Option<Value>,
+    global: Option<Value>,
+    durable: bool,
+    /// The SQLite file holding the outbox (`None` for PostgreSQL).
+    outbox_db: Option<PathBuf>,
+    session: String,
+}
+
+/// Reads the settings (never failing: a file that does not load is a
+/// warning and counts as absent).
+pub(crate) fn prepare(
+    args: &NotifyArgs,
+    workspace: &Path,
+    outbox_db: Option<PathBuf>,
+    session: &str,
+) -> Prepared {
+    let project = load(&SettingsFile::at(
+        workspace.join(".lionagi").join("settings.yaml"),
+    ));
+    let global = SettingsFile::locate().and_then(|f| load(&f));
+    let notify_of = |s: &Option<Settings>| s.as_ref().and_then(|s| s.section("notify")).cloned();
+    let (project, global) = (notify_of(&project), notify_of(&global));
+    let on_terminal = |n: &Option<Value>| {
+        n.as_ref()
+            .and_then(|n| n.get("on_terminal"))
+            .filter(|v| !v.is_null())
+            .cloned()
+    };
+    let durable_in = |n: &Option<Value>| n.as_ref().and_then(|n| n.get("durable")).cloned();
+    let durable = args.notify_durable
+        || match durable_in(&project).or_else(|| durable_in(&global)) {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => b,
+            Some(_) => {
+                warn("notify.durable is not a boolean; delivering directly");
+                false
+            }
+        };
+    Prepared {
+        per_run: args.notify_on_terminal.clone().map(Value::String),
+        project: on_terminal(&project),
+        global: on_terminal(&global),
+        durable,
+        outbox_db,
+        session: session.to_owned(),
+    }
+}
+
+fn load(file: &SettingsFile) -> Option<Settings> {
+    match file.load() {
+        Ok(settings) => Some(settings),
+        Err(error) => {
+            warn(&format!("settings not used for notify: {error}"));
+            None
+        }
+    }
+}
+
+fn warn(message: &str) {
+    use std::io::Write;
+    tracing::debug!("{message}");
+    let _ = writeln!(std::io::stderr().lock(), "warning: {message}");
+}
+
+/// The run's outcome record: kept in memory and reported at the end.
+#[derive(Debug, Default)]
+struct Outcome(Mutex<Option<NotifyOutcome>>);
+
+impl OutcomeSink for Outcome {
+    fn stderr_path(&self) -> Option<PathBuf> {
+        None
+    }
+
+    fn record(&self, outcome: &NotifyOutcome) -> Result<(), notify::Error> {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome.clone());
+        Ok(())
+    }
+}
+
+/// The installed notification of one run.
+pub(crate) struct Wiring {
+    registry: Arc<Registry>,
+    notifier: TerminalNotifier,
+    installed: Option<RunNotify>,
+    outcome: Arc<Outcome>,
+    /// Durable delivery: the outbox file and the resolved argv.
+    durable: Option<(PathBuf, Vec<String>)>,
+    enqueued: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Wiring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wiring")
+            .field("durable", &self.durable.as_ref().map(|(db, _)| db))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Prepared {
+    /// Installs the run's notifier on a registry of its own, emitting on
+    /// `handle`. Refusals are printed as warnings.
+    pub(crate) fn install(self, handle: Handle) -> Wiring {
+        let registry = Arc::new(Registry::new(DEFAULT_BUDGET));
+        let notifier = TerminalNotifier::new(Arc::clone(&registry), handle);
+        let outcome = Arc::new(Outcome::default());
+        let scope = RunScope::entity("session", self.session.clone());
+        let mut durable = None;
+        let mut installed = None;
+        if self.durable {
+            let resolution = resolve_on_terminal(
+                self.per_run.as_ref(),
+                self.project.as_ref(),
+                self.global.as_ref(),
+            );
+            print_warnings(&resolution);
+            match (&self.outbox_db, durable_argv(&resolution, &scope)) {
+                (Some(db), Some(argv)) => durable = Some((db.clone(), argv)),
+                (None, Some(_)) => warn(
+                    "durable notify needs the SQLite state file; the outbox is not used for a PostgreSQL --db",
+                ),
+                _ => {}
+            }
+        }
+        if durable.is_none() {
+            let run = install_for_run(
+                &registry,
+                self.per_run.as_ref(),
+                self.project.as_ref(),
+                self.global.as_ref(),
+                Arc::clone(&outcome) as Arc<dyn OutcomeSink>,
+                &scope,
+            );
+            for warning in run.warnings() {
+                warn(warning);
+            }
+            installed = Some(run);
+        }
+        Wiring {
+            registry,
+            notifier,
+            installed,
+            outcome,
+            durable,
+            enqueued: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+fn print_warnings(resolution: &Resolution) {
+    if let Some(warning) = &resolution.warning {
+        warn(warning);
+    }
+}
+
+/// The argv a durable dispatch runs, when a handler is configured and
+/// accepts the run's session.
+fn durable_argv(resolution: &Resolution, scope: &RunScope) -> Option<Vec<String>> {
+    let handler = resolution.handler.as_ref()?;
+    if !scope.entities.iter().any(|e| handler.filter.matches(e)) {
+        return None;
+    }
+    let Adapter::Exec(argv) = &handler.adapter else {
+        warn("this notify adapter cannot be delivered durably; not notifying");
+        return None;
+    };
+    let mut argv = argv.as_slice().to_vec();
+    if !argv.iter().any(|a| a == "{payload}") {
+        argv.push("{payload}".to_owned());
+    }
+    Some(argv)
+}
+
+impl Wiring {
+    /// Called once the run's terminal transition committed (the runner's
+    /// `on_terminal` callback), with that history row.
+    pub(crate) fn on_terminal(&self, transition: TransitionRecord) {
+        let event = TerminalEvent { transition };
+        match &self.durable {
+            None => {
+                if let Err(error) = self.notifier.on_terminal(&event) {
+                    warn(&format!("terminal notify not started: {error}"));
+                }
+            }
+            Some((db, argv)) => {
+                let Some(envelope) = self.notifier.envelope_for(&event) else {
+                    return;
+                };
+                match enqueue(db, argv, &envelope, &event.transition) {
+                    Ok(id) => lock(&self.enqueued).push(id),
+                    Err(error) => warn(&format!("terminal notify not enqueued: {error}")),
+                }
+            }
+        }
+    }
+
+    /// Before exit: waits for direct handlers (bounded by the registry's
+    /// budget) or makes one delivery scan for a durable dispatch; reports
+    /// an unsuccessful outcome on stderr.
+    pub(crate) async fn finish(&self) {
+        for report in self.notifier.flush().await {
+            if !report.failed.is_empty() || !report.timed_out.is_empty() {
+                warn(&format!(
+                    "terminal notify: {} handler(s) failed, {} timed out",
+                    report.failed.len(),
+                    report.timed_out.len()
+                ));
+            }
+        }
+        if let Some(installed) = &self.installed {
+            installed.uninstall(&self.registry);
+        }
+        if let Some(outcome) = lock(&self.outcome.0).as_ref().filter(|o| !o.ok) {
+            warn(&format!(
+                "terminal notify unsuccessful: {}",
+                outcome.reason.as_deref().unwrap_or("unknown")
+            ));
+        }
+        if let Some((db, _)) = &self.durable
+            && !lock(&self.enqueued).is_empty()
+        {
+            let db = db.clone();
+            let scanned = tokio::task::spawn_blocking(move || scan(&db)).await;
+            match scanned {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => warn(&format!(
+                    "outbox scan failed ({error}); `lionrt outbox deliver` retries"
+                )),
+                Err(error) => warn(&format!("outbox scan did not complete: {error}")),
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn actor() -> Actor {
+    Actor::new(
+        ActorType::System,
+        format!("lionrt-notify-{}", std::process::id()),
+    )
+}
+
+fn open(db: &Path) -> anyhow::Result<SqliteOutbox> {
+    Ok(SqliteOutbox::new(Store::new(Engine::open(
+        db,
+        EngineConfig::default(),
+    )?)))
+}
+
+fn enqueue(
+    db: &Path,
+    argv: &[String],
+    envelope: &notify::RunTerminalEnvelope,
+    transition: &TransitionRecord,
+) -> anyhow::Result<String> {
+    let store = open(db)?;
+    let mut new = NewDispatch::new(envelope.to_json()?);
+    new.template = Some(Template::new(argv.to_vec())?);
+    new.dedup_key = Some(format!(
+        "notify.on_terminal:{}:{}:{}",
+        transition.entity_type, transition.entity_id, transition.id
+    ));
+    let out = enqueue_dispatch(&store, &SystemClock, &new, &actor())?;
+    tracing::info!(id = %out.id, created = out.created, "terminal notify enqueued");
+    Ok(out.id)
+}
+
+fn scan(db: &Path) -> anyhow::Result<()> {
+    let store = open(db)?;
+    let transport = ExecTransport {
+        default_template: None,
+        timeout: Some(SEND_TIMEOUT),
+    };
+    let config = ScanConfig {
+        actor: Some(actor()),
+        ..ScanConfig::default()
+    };
+    let report = deliver_due(&store, &transport, &SystemClock, &config)?;
+    tracing::info!(?report, "end-of-run outbox scan");
+    Ok(())
+}
