@@ -67,6 +67,29 @@
 //!   allowlist) but this build has no HTTP client compiled in: connecting
 //!   to one is [`Error::TransportUnsupported`].
 //!
+//! # Performance
+//!
+//! `cargo bench -p mcp-pool` (bench `pool`) measures over one pooled stdio
+//! connection to the fixture server, each timed run followed by an untimed
+//! run of its partner so both see the same load:
+//!
+//! - `list_1000`: `tools/list` of 1,000 tools, bare (the floor) and with
+//!   admission of every tool and the registry swap (`relist_tools`; verdicts
+//!   on unchanged descriptors come from the previous listing's memo);
+//! - `call`: a bare `tools/call` round trip (the floor) and the same call
+//!   after argument validation and the tool-gate (destructive guard);
+//! - `admit_1000_cold` / `_warm`: admission alone, without and with a
+//!   previous registry.
+//!
+//! On the shared 2-core machine (load average 4-5.5 from other builds) three
+//! runs gave: list floor/admitted 0.88 (18.1 ms / 20.6 ms), 0.77 (52.7 ms /
+//! 68.4 ms, heavier load) and 0.63 (16.0 ms / 25.3 ms); call floor/gated
+//! 1.00 (186.5 µs / 186.7 µs), 1.00 (184.6 µs / 184.6 µs) and 1.06
+//! (193.7 µs / 183.6 µs). Admission of 1,000 small closed schemas alone takes
+//! 5.5-6.8 ms cold (two threads), so a cold first listing sits around 0.73
+//! of the floor: the 0.8 target holds for calls, and for listings only on
+//! the better runs.
+//!
 //! # Features
 //!
 //! - `store` (default): [`DenialSink`] for `state_sqlite::Engine`, writing
