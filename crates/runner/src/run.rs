@@ -429,11 +429,49 @@ where
     }
 }
 
+/// The owner-only files an invocation wrote before its leg (e.g. Codex's
+/// MCP secrets profile in `CODEX_HOME`): they hold secrets, so they are
+/// removed when this guard drops, which is when the leg has ended (or when
+/// writing a later file failed). A file already gone is fine; a failure to
+/// remove one is logged.
+#[derive(Debug, Default)]
+pub(crate) struct LegFiles(Vec<PathBuf>);
+
+impl LegFiles {
+    /// Writes `files` owner-only, in order; on a failure the ones already
+    /// written are removed again.
+    pub(crate) fn write(files: &[providers_core::PrivateFile]) -> Result<Self, Error> {
+        let mut written = LegFiles::default();
+        for file in files {
+            file.write_owner_only().map_err(|source| Error::Io {
+                what: format!("writing {}", file.path.display()),
+                source,
+            })?;
+            written.0.push(file.path.clone());
+        }
+        Ok(written)
+    }
+}
+
+impl Drop for LegFiles {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => {
+                    tracing::warn!(%error, path = %path.display(), "leg file not removed");
+                }
+            }
+        }
+    }
+}
+
 fn leg_spec<P: Provider>(
     provider: &P,
     request: &AgentRequest,
     config: &RunConfig,
-) -> Result<(LegSpec, Option<Vec<u8>>), Error>
+) -> Result<(LegSpec, Option<Vec<u8>>, LegFiles), Error>
 where
     P::Error: Send + Sync + 'static,
 {
@@ -441,12 +479,7 @@ where
         provider: config.provider.name(),
         source: Box::new(e),
     })?;
-    for file in &invocation.files {
-        file.write_owner_only().map_err(|source| Error::Io {
-            what: format!("writing {}", file.path.display()),
-            source,
-        })?;
-    }
+    let files = LegFiles::write(&invocation.files)?;
     let mut spec = LegSpec::new(&invocation.argv);
     spec.cwd = invocation.cwd.clone();
     spec.streams_first_output_early = provider.streams_first_output_early();
@@ -468,7 +501,7 @@ where
     spec.secret_lookup = config.secret_lookup.clone();
     spec.containment = config.containment.clone();
     spec.orphan_guard = Some(config.orphan_grace);
-    Ok((spec, stdin))
+    Ok((spec, stdin, files))
 }
 
 /// Records the spawn record on the session before any output is read; a
@@ -508,7 +541,8 @@ where
     R: SessionRecorder + Send + Sync + 'static,
 {
     let mut report = LegReport::default();
-    let (mut spec, stdin) = match leg_spec(provider, request, config) {
+    // `_files` lives until this function returns, after the leg ended.
+    let (mut spec, stdin, _files) = match leg_spec(provider, request, config) {
         Ok(built) => built,
         Err(e) => return Err((report, e)),
     };
@@ -803,4 +837,102 @@ where
         }
     }
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use providers_core::{Invocation, PrivateFile};
+    use providers_scripted::ScriptedParser;
+
+    use super::*;
+
+    /// The scripted provider, with extra owner-only files in its
+    /// invocation (as Codex's MCP secrets profile in `CODEX_HOME`).
+    struct WithFiles {
+        inner: ScriptedProvider,
+        extra: Vec<PathBuf>,
+    }
+
+    impl Provider for WithFiles {
+        type Parser = ScriptedParser;
+        type Error = providers_scripted::Error;
+
+        fn name(&self) -> &'static str {
+            "scripted"
+        }
+
+        fn invocation(&self, request: &AgentRequest) -> Result<Invocation, Self::Error> {
+            let mut invocation = self.inner.invocation(request)?;
+            for path in &self.extra {
+                invocation.files.push(PrivateFile {
+                    path: path.clone(),
+                    contents: "token = \"sekrit\"\n".into(),
+                });
+            }
+            Ok(invocation)
+        }
+
+        fn parser(&self) -> ScriptedParser {
+            self.inner.parser()
+        }
+
+        fn streams_first_output_early(&self) -> bool {
+            true
+        }
+    }
+
+    fn fixture(extra: Vec<PathBuf>, dir: &std::path::Path) -> (WithFiles, AgentRequest, RunConfig) {
+        let script = ScriptModel::from_json(r#"[{"type": "text", "text": "hi"}]"#).expect("script");
+        let inner = ScriptedProvider::new("/bin/true", dir, script.clone());
+        let config = RunConfig::new(
+            "s",
+            ProviderChoice::Scripted {
+                script,
+                leg: LegProgram {
+                    program: "/bin/true".into(),
+                    args: Vec::new(),
+                },
+            },
+            "do it",
+            dir,
+        );
+        let request = AgentRequest {
+            prompt: "do it".into(),
+            model: None,
+            effort: None,
+            workspace: Some(dir.to_owned()),
+            resume: None,
+            kwargs: serde_json::Map::new(),
+        };
+        (WithFiles { inner, extra }, request, config)
+    }
+
+    #[test]
+    fn the_invocations_secret_files_live_exactly_as_long_as_the_leg() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let secret = dir.path().join("codex-home").join("mcp-profile.toml");
+        std::fs::create_dir_all(secret.parent().expect("parent")).expect("dir");
+        let (provider, request, config) = fixture(vec![secret.clone()], dir.path());
+        let (_spec, _stdin, files) = leg_spec(&provider, &request, &config).expect("leg spec");
+        let mode = std::fs::metadata(&secret)
+            .expect("written")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        drop(files);
+        assert!(!secret.exists(), "the secrets file outlived the leg");
+    }
+
+    #[test]
+    fn a_failed_later_write_removes_the_files_already_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = dir.path().join("first.toml");
+        let unwritable = dir.path().join("missing-dir").join("second.toml");
+        let (provider, request, config) = fixture(vec![first.clone(), unwritable], dir.path());
+        let err = leg_spec(&provider, &request, &config).expect_err("second write fails");
+        assert!(err.to_string().contains("second.toml"), "{err}");
+        assert!(!first.exists(), "the first secrets file was left behind");
+    }
 }
