@@ -11,8 +11,20 @@ use serde_json::Value;
 const PINNED_DEPENDENCIES: &[(&str, &[&str])] = &[
     // lifecycle-core does no I/O: no storage, process or async crate.
     ("lifecycle-core", &["serde", "serde_json", "thiserror"]),
-    // mcp-admission embeds anywhere: serde_json by default, extras optional.
-    ("mcp-admission", &["serde_json", "regex-automata"]),
+    // mcp-admission embeds anywhere: serde_json and what serde_json already
+    // pulls in (serde, memchr), serde_stacker so a batch parses JSON nested
+    // past serde_json's recursion limit without overflowing the stack;
+    // extras optional.
+    (
+        "mcp-admission",
+        &[
+            "serde_json",
+            "serde",
+            "memchr",
+            "serde_stacker",
+            "regex-automata",
+        ],
+    ),
 ];
 
 /// The packages that may depend on anyhow: the binary and xtask.
