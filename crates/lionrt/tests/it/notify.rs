@@ -172,3 +172,52 @@ fn a_broken_on_terminal_string_warns_and_the_run_completes() {
         "the argument value is not echoed: {stderr}"
     );
 }
+
+#[test]
+fn a_failed_durable_send_stays_queued_and_outbox_deliver_retries_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let sink = dir.path().join("delivered.jsonl");
+    let flag = dir.path().join("receiver-up");
+    // The receiver is down (no flag file) for the run's own scan.
+    let handler = format!(
+        "sh -c 'test -e {} && printf \"%s\\n\" \"$1\" >> {}' sh",
+        flag.display(),
+        sink.display()
+    );
+    let none = dir.path().join("none.yaml");
+    let out = lionrt(
+        &db,
+        &none,
+        &[
+            "run",
+            "--session",
+            "r1",
+            "--workspace",
+            dir.path().to_str().expect("utf8"),
+            "--notify-durable",
+            "--notify-on-terminal",
+            &handler,
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "a failed send never fails the run: {out:?}"
+    );
+    assert!(envelopes(&sink).is_empty());
+    let rows = stdout_json(&lionrt(&db, &none, &["--json", "outbox", "ls"]));
+    assert_eq!(rows[0]["status"], "pending", "{rows}");
+    assert_eq!(rows[0]["attempt"], 1, "{rows}");
+
+    // The receiver comes up; after the first backoff (5 s) a scan delivers.
+    std::fs::write(&flag, "").expect("flag");
+    std::thread::sleep(std::time::Duration::from_millis(5_300));
+    let out = lionrt(&db, &none, &["--json", "outbox", "deliver"]);
+    assert!(out.status.success(), "{out:?}");
+    let got = envelopes(&sink);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_session_envelope(&got[0], "r1", "completed");
+    let rows = stdout_json(&lionrt(&db, &none, &["--json", "outbox", "ls"]));
+    assert_eq!(rows[0]["status"], "delivered", "{rows}");
+    assert_eq!(rows[0]["attempt"], 2, "{rows}");
+}
