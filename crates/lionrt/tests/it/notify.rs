@@ -38,6 +38,8 @@ fn assert_session_envelope(v: &serde_json::Value, session: &str, status: &str) {
     assert_eq!(v["previous_status"], "running", "{v}");
 }
 
+// contract: NTF-001
+// contract: NTF-013
 #[test]
 fn a_run_hands_its_terminal_envelope_to_the_on_terminal_handler() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -142,6 +144,7 @@ fn a_durable_run_leaves_a_delivered_outbox_row_and_the_transports_file() {
     assert_eq!(payload, got[0]);
 }
 
+// contract: NTF-019
 #[test]
 fn a_broken_on_terminal_string_warns_and_the_run_completes() {
     let dir = tempfile::tempdir().expect("tempdir");
