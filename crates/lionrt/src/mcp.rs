@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use mcp_pool::{McpPool, PoolConfig, SecurityConfig, ToolListing};
 use serde_json::{Value, json};
 
@@ -73,8 +73,8 @@ pub(crate) struct AuditArgs {
     common: CommonArgs,
     /// Output format: table (people), jsonl (one line per tool or failed
     /// server), sarif (SARIF 2.1.0 for code scanning). `--json` means jsonl.
-    #[arg(long, default_value = "table")]
-    format: String,
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -104,14 +104,9 @@ pub(crate) fn run(json: bool, cmd: McpCmd) -> Result<ExitCode> {
     match cmd {
         McpCmd::Ls(common) => runtime.block_on(ls(json, &common)),
         McpCmd::Audit(args) => {
-            let format = match (json, args.format.as_str()) {
-                (true, "table") | (_, "jsonl") => Format::Jsonl,
-                (_, "table") => Format::Table,
-                (_, "sarif") => Format::Sarif,
-                (_, other) => {
-                    out::error(&anyhow!("unknown format '{other}' (table, jsonl or sarif)"));
-                    return Ok(ExitCode::from(EXIT_UNAUDITED));
-                }
+            let format = match (json, args.format) {
+                (true, Format::Table) => Format::Jsonl,
+                (_, format) => format,
             };
             runtime.block_on(audit(format, &args.common))
         }
@@ -119,7 +114,8 @@ pub(crate) fn run(json: bool, cmd: McpCmd) -> Result<ExitCode> {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How `mcp audit` prints its findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Table,
     Jsonl,

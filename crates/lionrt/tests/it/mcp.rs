@@ -236,3 +236,18 @@ fn call_goes_through_validation_and_the_gate() {
     let refused = lionrt(&db, &["mcp", "call", "benign", "nope", "--config", &config]);
     assert_eq!(refused.status.code(), Some(1));
 }
+
+#[test]
+fn audit_refuses_an_unknown_format_as_a_usage_error_listing_the_choices() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), json!({}));
+    let out = lionrt(
+        &dir.path().join("state.db"),
+        &["mcp", "audit", "--config", &config, "--format", "xml"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    for choice in ["table", "jsonl", "sarif"] {
+        assert!(err.contains(choice), "{err}");
+    }
+}
