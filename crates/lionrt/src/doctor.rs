@@ -186,7 +186,7 @@ fn settings(checks: &mut Vec<Check>) {
         );
         return;
     }
-    match file.load() {
+    match file.check() {
         Ok(settings) => match settings.check_plugin_sections() {
             Ok(()) => check(
                 checks,

@@ -101,6 +101,20 @@ fn doctor_reports_agents_settings_and_the_database() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(check(&json(&out), "settings")["level"], "fail");
 
+    // A file that parses but breaks the settings schema fails too, naming
+    // the JSON path at fault.
+    std::fs::write(
+        home.path().join(".lionagi/settings.yaml"),
+        "# mine\nsecrets:\n  lookup:\n    argv: []\n",
+    )
+    .expect("write");
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let v = json(&out);
+    assert_eq!(check(&v, "settings")["level"], "fail", "{v}");
+    let detail = check(&v, "settings")["detail"].as_str().expect("detail");
+    assert!(detail.contains("argv"), "{detail}");
+
     // Text output names every check.
     std::fs::remove_file(home.path().join(".lionagi/settings.yaml")).expect("rm");
     let out = bin(home.path())
