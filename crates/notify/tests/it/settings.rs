@@ -200,6 +200,34 @@ fn a_command_string_is_split_into_words_and_run_without_a_shell() {
     let written = std::fs::read_to_string(&out).expect("the adapter wrote its argv");
     assert_eq!(written, "a|b\nc;d\nx>y\n$HOME\n");
     assert!(!dir.path().join("y").exists() && !std::path::Path::new("y").exists());
+
+    // The mapping form's argv, unquoted metacharacters included, reaches
+    // the program element by element: a shell given these words would run
+    // the `touch` in each of them.
+    let marker = dir.path().join("M");
+    let m = marker.display().to_string();
+    let out = dir.path().join("argv2.txt");
+    let words = [
+        format!("a;touch {m}"),
+        format!("$(touch {m})"),
+        format!("`touch {m}`"),
+        format!("x && touch {m}"),
+    ];
+    let mut argv = vec![
+        json!("/bin/sh"),
+        json!("-c"),
+        json!(r#"printf "%s\n" "$@" > "$0""#),
+        json!(out.display().to_string()),
+    ];
+    argv.extend(words.iter().map(|w| json!(w)));
+    let resolution = global(json!({"adapter": {"kind": "exec", "argv": argv}}));
+    let registry = Arc::new(Registry::new(Duration::from_secs(10)));
+    assert!(register_settings_terminal_callback(&registry, &resolution));
+    let report = runtime.block_on(registry.emit(&envelope("session", "s2")));
+    assert_eq!(report.succeeded.len(), 1, "{report:?}");
+    let written = std::fs::read_to_string(&out).expect("the adapter wrote its argv");
+    assert_eq!(written, words.map(|w| w + "\n").concat());
+    assert!(!marker.exists(), "a word reached a shell");
 }
 
 // contract: NTF-016

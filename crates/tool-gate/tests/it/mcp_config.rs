@@ -207,7 +207,8 @@ proptest! {
         explicit in 0u8..3,
         trust in any::<bool>(),
     ) {
-        // contract: GATE-021
+        // Not GATE-021: both consumers call this one function, so their
+        // agreement is by construction; this checks its precedence model.
         let l = Layout::new();
         for (on, rel) in present.iter().zip([PROJECT_LIONAGI, PROJECT, HOME]) {
             if *on {
