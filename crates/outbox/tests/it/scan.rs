@@ -294,6 +294,44 @@ fn live_leases_are_not_taken_over<S: OutboxStore>(store: &S) {
 }
 both!(live_leases_are_not_taken_over: obx012_memory_lease, obx012_sqlite_lease);
 
+// contract: OBX-012
+fn the_scan_itself_writes_the_lease_and_a_second_scan_respects_it<S: OutboxStore>(store: &S) {
+    let clock = clock();
+    let id = enqueue(store, &clock, dispatch(3, false));
+    let lease = config().lease;
+    let lease_micros = i64::try_from(lease.as_micros()).expect("lease fits");
+    let rival = Counting::default();
+    let seen = std::cell::RefCell::new(Vec::new());
+    // While the first scan's send is in flight, look at the claim it wrote
+    // and let a second scanner run just inside and just past the lease.
+    let in_flight = outbox::FnTransport(|d: &outbox::Delivery<'_>| {
+        let r = row(store, d.id);
+        let inside = ManualClock::new(T0 + lease_micros - 1_000_000);
+        let report = deliver_due(store, &rival, &inside, &config()).expect("rival scan");
+        seen.borrow_mut().push((
+            r.status,
+            r.next_attempt_at,
+            report.examined,
+            rival.count(d.id),
+        ));
+        Ok(())
+    });
+    let report = deliver_due(store, &in_flight, &clock, &config()).expect("scan");
+    assert_eq!(report.examined, 1);
+    assert_eq!(
+        seen.into_inner(),
+        [(DispatchStatus::Delivering, Some(T0 + lease_micros), 0, 0)],
+        "the claim carries a lease of config.lease and a scan inside it sends nothing"
+    );
+    let r = row(store, &id);
+    assert_eq!((r.status, r.attempt), (DispatchStatus::Delivered, 1));
+}
+both!(
+    the_scan_itself_writes_the_lease_and_a_second_scan_respects_it:
+        obx012_memory_scan_lease,
+    obx012_sqlite_scan_lease
+);
+
 /// A store whose snapshot is frozen: every scan sees the rows as they were
 /// when the wrapper was built, as two overlapping scans would.
 struct Frozen<'a, S> {
