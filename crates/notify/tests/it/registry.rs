@@ -236,12 +236,22 @@ fn at_the_deadline_a_sync_handler_is_abandoned_not_killed() {
     registry.register(Registration::new(
         "outlives",
         Handler::blocking(move |_| {
-            let _ = release_rx.lock().expect("rx").recv();
+            // Bounded, so an emit that waited for the thread would return
+            // late (and fail below) instead of hanging the test.
+            let _ = release_rx
+                .lock()
+                .expect("rx")
+                .recv_timeout(Duration::from_secs(30));
             let _ = done_tx.send(());
             Ok(())
         }),
     ));
+    let started = Instant::now();
     let report = runtime.block_on(registry.emit(&envelope("session", "s1")));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "emit returned at its deadline, not when the thread ended"
+    );
     assert_eq!(report.timed_out, ["outlives"]);
     // emit has returned; the thread is still there, waiting, and finishes
     // once released.
