@@ -830,9 +830,20 @@ where
         evidence,
     };
     if let (Some(callback), Some(_)) = (&config.on_terminal, outcome.transition_id) {
-        // After commit, outside the store: a panicking callback cannot undo it.
-        let call = std::panic::AssertUnwindSafe(|| callback(&run));
-        if std::panic::catch_unwind(call).is_err() {
+        // After commit, outside the store: a panicking callback cannot undo
+        // it. The callback is synchronous and may block on a store whose
+        // driver runs its own runtime (the `postgres` crate does), which
+        // panics on a runtime thread: it runs on a plain thread of its own.
+        let panicked = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let call = std::panic::AssertUnwindSafe(|| callback(&run));
+                    std::panic::catch_unwind(call).is_err()
+                })
+                .join()
+                .unwrap_or(true)
+        });
+        if panicked {
             tracing::warn!(session = %run.session, "terminal callback panicked; ignored");
         }
     }
