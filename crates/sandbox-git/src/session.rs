@@ -190,6 +190,7 @@ pub fn create_sandbox(repo_root: &Path, options: &CreateOptions) -> Result<Sandb
     };
 
     write_meta(&repo, &session, true)?;
+    clear_stale_ref_lock(repo.commondir(), &format!("refs/heads/{}", session.branch))?;
     let made = repo
         .branch(&session.branch, &head_commit, false)
         .map_err(|e| Error::git("create branch", &repo_root, e))
@@ -377,6 +378,7 @@ fn remove_locked(repo: &Repository, id: &str) -> Result<CleanupReport, Error> {
 
     let branch_name = format!("{BRANCH_PREFIX}{id}");
     let refname = format!("refs/heads/{branch_name}");
+    clear_stale_ref_lock(&commondir, &refname)?;
     let branch = match repo.find_reference(&refname) {
         Ok(mut reference) => {
             // libgit2's branch delete refuses when its walk of the worktrees
@@ -405,6 +407,28 @@ fn remove_locked(repo: &Repository, id: &str) -> Result<CleanupReport, Error> {
         worktree,
         branch,
     })
+}
+
+/// Removes `<refname>.lock` of a sandbox ref, called with the sandbox lock
+/// held. Every writer of sandbox refs (create and cleanup) takes that
+/// lock, so such a file was left by a process killed while it wrote the
+/// ref; git would refuse the ref ("failed to lock file") until someone
+/// deleted it by hand. A git command run by hand on a sandbox ref at the
+/// same instant is not covered.
+fn clear_stale_ref_lock(commondir: &Path, refname: &str) -> Result<(), Error> {
+    let path = commondir.join(format!("{refname}.lock"));
+    match std::fs::remove_file(&path) {
+        Ok(()) => {
+            tracing::info!(path = %path.display(), "removed a stale sandbox ref lock");
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(Error::Io {
+            op: "remove stale ref lock",
+            path,
+            source,
+        }),
+    }
 }
 
 /// Registers the worktree (see `admin::add_worktree`) and checks the branch

@@ -305,3 +305,23 @@ fn another_tools_stale_admin_folder_is_pruned_only_after_a_grace_period() {
     assert!(locked.is_dir(), "a locked folder is kept");
     let _report = sandbox_git::cleanup_sandbox(&mut session).expect("cleanup");
 }
+
+#[test]
+fn a_ref_lock_left_by_a_killed_writer_blocks_neither_create_nor_cleanup() {
+    let repo = TestRepo::new("work");
+    let lock = repo.root.join(".git/refs/heads/lionrt/sandbox/stuck.lock");
+    std::fs::create_dir_all(lock.parent().expect("parent")).expect("mkdir");
+    // A create killed while git wrote the branch ref leaves its lock file.
+    std::fs::write(&lock, "").expect("stale lock");
+    let mut session = create_sandbox(&repo.root, &with_id("stuck")).expect("create");
+    assert!(!lock.exists(), "the stale lock was removed");
+    // And one killed while cleanup deleted the ref.
+    std::fs::write(&lock, "").expect("stale lock");
+    let report = sandbox_git::cleanup_sandbox(&mut session).expect("cleanup");
+    assert_eq!(report.branch, StepOutcome::Removed);
+    assert!(!lock.exists());
+    assert!(list_sandboxes(&repo.root).expect("list").is_empty());
+    // The id is free again.
+    let mut again = create_sandbox(&repo.root, &with_id("stuck")).expect("re-create");
+    let _report = sandbox_git::cleanup_sandbox(&mut again).expect("cleanup");
+}
