@@ -215,6 +215,12 @@ fn project_backfill_leaves_the_liveness_clock_alone() {
         &[],
     );
     assert!(!w.project_backfilled);
+    assert_eq!(
+        env.text("SELECT project FROM sessions WHERE id = ?1", "s-backfill")
+            .as_deref(),
+        Some("acme"),
+        "an existing project is never overwritten"
+    );
 }
 
 // contract: SQL-059
