@@ -352,6 +352,27 @@ fn resolve(store: &Store, entity_type: EntityType, prefix: &str) -> Result<Strin
     }
 }
 
+/// Whether a session's leg is alive, judged by its spawn record: with a
+/// recorded start time only the same process counts (a recycled pid does
+/// not); without one (a row older than the spawn record, or one that never
+/// stored it) the pid's existence is all there is.
+fn leg_liveness(
+    table: &dyn cli_supervisor::ProcessTable,
+    pid: Option<i64>,
+    create_time: Option<i64>,
+) -> Liveness {
+    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()).filter(|p| *p > 0) else {
+        return Liveness::Unknown;
+    };
+    match (table.start_time(pid), create_time) {
+        (Some(live), Some(recorded)) if i64::try_from(live).ok() == Some(recorded) => {
+            Liveness::Alive
+        }
+        (Some(_), None) => Liveness::Alive,
+        _ => Liveness::Dead,
+    }
+}
+
 fn health(db: &Path, json: bool, all: bool) -> Result<ExitCode> {
     let engine = ReadOnlyEngine::open(db, Duration::from_secs(5))?;
     let conn = engine.conn()?;
@@ -359,30 +380,37 @@ fn health(db: &Path, json: bool, all: bool) -> Result<ExitCode> {
     let journal: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     let version = schema_version(&conn)?;
     let now = state_sqlite::now_micros();
-    let mut stmt = conn.prepare(
-        "SELECT s.id, s.status, s.kind, s.pid, COALESCE(s.last_message_at, s.created_at),
+    // From migration 0002 on, a session carries its leg's spawn record: the
+    // leg is alive only if a process with that pid has that start time (a
+    // recycled pid is a dead leg). Older files only have the pid.
+    let sql = if version >= 2 {
+        "SELECT s.id, s.status, s.kind, COALESCE(s.leg_pid, s.pid), s.leg_create_time,
+                COALESCE(s.last_message_at, s.created_at),
                 (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
-         FROM sessions s ORDER BY s.created_at",
-    )?;
+         FROM sessions s ORDER BY s.created_at"
+    } else {
+        "SELECT s.id, s.status, s.kind, s.pid, NULL,
+                COALESCE(s.last_message_at, s.created_at),
+                (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
+         FROM sessions s ORDER BY s.created_at"
+    };
+    let mut stmt = conn.prepare(sql)?;
     let rows = stmt.query_map([], |r| {
         Ok((
             r.get::<_, String>(0)?,
             r.get::<_, String>(1)?,
             r.get::<_, Option<String>>(2)?,
             r.get::<_, Option<i64>>(3)?,
-            r.get::<_, i64>(4)?,
+            r.get::<_, Option<i64>>(4)?,
             r.get::<_, i64>(5)?,
+            r.get::<_, i64>(6)?,
         ))
     })?;
     let thresholds = HealthThresholds::default();
     let mut sessions = Vec::new();
     for row in rows {
-        let (id, status, kind, pid, last, messages) = row?;
-        let liveness = match pid {
-            Some(pid) if Path::new(&format!("/proc/{pid}")).exists() => Liveness::Alive,
-            Some(_) => Liveness::Dead,
-            None => Liveness::Unknown,
-        };
+        let (id, status, kind, pid, create_time, last, messages) = row?;
+        let liveness = leg_liveness(&cli_supervisor::ProcTable, pid, create_time);
         let kind = match kind.as_deref() {
             Some("interactive") => SessionKind::Interactive,
             Some("mirrored") => SessionKind::Mirrored,
@@ -470,4 +498,50 @@ fn health(db: &Path, json: bool, all: bool) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use cli_supervisor::{GroupScan, ProcessTable};
+    use lifecycle_core::Liveness;
+
+    use super::leg_liveness;
+
+    /// One live process, pid 42, started at tick 1000.
+    struct One;
+
+    impl ProcessTable for One {
+        fn start_time(&self, pid: i32) -> Option<u64> {
+            (pid == 42).then_some(1000)
+        }
+        fn pgid(&self, _pid: i32) -> Option<i32> {
+            None
+        }
+        fn scan_group(&self, _pgid: i32) -> GroupScan {
+            GroupScan::default()
+        }
+    }
+
+    #[test]
+    fn a_leg_is_alive_only_with_its_recorded_start_time() {
+        let cases = [
+            (Some(42), Some(1000), Liveness::Alive),
+            // The pid was recycled: another process holds it now.
+            (Some(42), Some(999), Liveness::Dead),
+            (Some(7), Some(1000), Liveness::Dead),
+            // No start time recorded (an older row): existence is all.
+            (Some(42), None, Liveness::Alive),
+            (Some(7), None, Liveness::Dead),
+            (None, Some(1000), Liveness::Unknown),
+            (Some(0), None, Liveness::Unknown),
+            (Some(-5), None, Liveness::Unknown),
+        ];
+        for (pid, create_time, want) in cases {
+            assert_eq!(
+                leg_liveness(&One, pid, create_time),
+                want,
+                "{pid:?} {create_time:?}"
+            );
+        }
+    }
 }
