@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use lifecycle_core::{Actor, Reason};
+use lifecycle_core::{Actor, CompatOptions, Reason, TransitionCommand};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -193,6 +193,49 @@ pub struct DispatchMove {
     /// A new `expires_at` written in the same transaction (revival only):
     /// `Some(None)` clears the deadline.
     pub expires_at: Option<Option<i64>>,
+}
+
+impl DispatchMove {
+    /// The guarded transition a store executes for this move: `from` as the
+    /// expected status and the patch as column values. Every store (SQLite,
+    /// PostgreSQL, the in-memory one) applies it with [`Self::guard`].
+    pub fn command(&self) -> TransitionCommand {
+        let mut cmd = TransitionCommand::new(
+            ENTITY,
+            self.id.clone(),
+            self.to.as_str(),
+            self.reason.clone(),
+            self.actor.clone(),
+        )
+        .expecting(self.from.as_str());
+        if let Some(a) = self.patch.attempt {
+            cmd.patch.insert("attempt".to_owned(), Value::from(a));
+        }
+        if let Some(n) = self.patch.next_attempt_at {
+            cmd.patch
+                .insert("next_attempt_at".to_owned(), Value::from(n));
+        }
+        if let Some(e) = &self.patch.last_error {
+            cmd.patch
+                .insert("last_error".to_owned(), Value::from(e.clone()));
+        }
+        cmd
+    }
+
+    /// The compare-and-swap beyond the status: the pre-claim attempt
+    /// counter as an extra guard, edges enforced, a lost race a conflict.
+    pub fn guard(&self) -> CompatOptions {
+        CompatOptions {
+            extra_guard: std::collections::BTreeMap::from([(
+                "attempt".to_owned(),
+                Value::from(self.expected_attempt),
+            )]),
+            enforce_edges: true,
+            raise_on_undeclared_edge: false,
+            raise_on_unguarded_conflict: false,
+            write_reason_columns: false,
+        }
+    }
 }
 
 /// What became of a move.

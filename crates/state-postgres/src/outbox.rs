@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use lifecycle_core::reasons::DispatchReasons;
 use lifecycle_core::{
-    Actor, ActorType, CompatOptions, CoreError, Decision, Expected, InitialCommand, OutcomeKind,
-    Reason, TransitionCommand, TransitionRecord, decide_initial,
+    Actor, ActorType, CoreError, Decision, InitialCommand, OutcomeKind, Reason, TransitionRecord,
+    decide_initial,
 };
 use outbox::{
     AuditRecord, DispatchMove, DispatchRow, DispatchStatus, ENTITY, Enqueued, ListQuery,
@@ -19,7 +19,7 @@ use outbox::{
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::Type;
 use postgres::{Client, GenericClient, Row, Transaction};
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::error::PgStoreError;
@@ -87,20 +87,6 @@ fn row_of(r: &Row) -> Result<DispatchRow, PgStoreError> {
 
 fn rows(client: &mut impl GenericClient, sql: &Sql) -> Result<Vec<DispatchRow>, PgStoreError> {
     sql.query_client(client)?.iter().map(row_of).collect()
-}
-
-fn patch_map(mv: &DispatchMove) -> BTreeMap<String, Value> {
-    let mut patch = BTreeMap::new();
-    if let Some(a) = mv.patch.attempt {
-        patch.insert("attempt".to_owned(), json!(a));
-    }
-    if let Some(n) = mv.patch.next_attempt_at {
-        patch.insert("next_attempt_at".to_owned(), json!(n));
-    }
-    if let Some(e) = &mv.patch.last_error {
-        patch.insert("last_error".to_owned(), json!(e));
-    }
-    patch
 }
 
 fn statuses(list: &[DispatchStatus]) -> Vec<String> {
@@ -331,26 +317,7 @@ impl OutboxStore for PgOutbox {
 
     fn apply(&self, mv: &DispatchMove) -> Result<MoveOutcome, PgStoreError> {
         let policy = self.store.policy(ENTITY)?;
-        let cmd = TransitionCommand {
-            entity_type: ENTITY.to_owned(),
-            entity_id: mv.id.clone(),
-            to_status: mv.to.as_str().to_owned(),
-            reason: mv.reason.clone(),
-            actor: mv.actor.clone(),
-            expected_statuses: [Expected::Status(mv.from.as_str().to_owned())]
-                .into_iter()
-                .collect(),
-            expected_version: None,
-            patch: patch_map(mv),
-            override_: None,
-        };
-        let opts = CompatOptions {
-            extra_guard: BTreeMap::from([("attempt".to_owned(), json!(mv.expected_attempt))]),
-            enforce_edges: true,
-            raise_on_undeclared_edge: false,
-            raise_on_unguarded_conflict: false,
-            write_reason_columns: false,
-        };
+        let (cmd, opts) = (mv.command(), mv.guard());
         self.store.run((ENTITY, &mv.id), |tx| {
             let current =
                 |tx: &mut Transaction<'_>| -> Result<Option<(DispatchStatus, u32)>, PgStoreError> {

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use lifecycle_core::reasons::DispatchReasons;
 use lifecycle_core::{
-    Actor, ActorType, CompatOptions, CoreError, Decision, Expected, InitialCommand, OutcomeKind,
-    Reason, TransitionCommand, TransitionRecord, decide_initial,
+    Actor, ActorType, CoreError, Decision, InitialCommand, OutcomeKind, Reason, TransitionRecord,
+    decide_initial,
 };
 use outbox::{
     AuditRecord, DispatchMove, DispatchRow, DispatchStatus, ENTITY, Enqueued, ListQuery,
@@ -155,20 +155,6 @@ fn insert_audit(
     Ok(())
 }
 
-fn patch_map(mv: &DispatchMove) -> BTreeMap<String, Value> {
-    let mut patch = BTreeMap::new();
-    if let Some(a) = mv.patch.attempt {
-        patch.insert("attempt".to_owned(), json!(a));
-    }
-    if let Some(n) = mv.patch.next_attempt_at {
-        patch.insert("next_attempt_at".to_owned(), json!(n));
-    }
-    if let Some(e) = &mv.patch.last_error {
-        patch.insert("last_error".to_owned(), json!(e));
-    }
-    patch
-}
-
 impl OutboxStore for SqliteOutbox {
     type Error = StoreError;
 
@@ -289,26 +275,7 @@ impl OutboxStore for SqliteOutbox {
     }
 
     fn apply(&self, mv: &DispatchMove) -> Result<MoveOutcome, StoreError> {
-        let cmd = TransitionCommand {
-            entity_type: ENTITY.to_owned(),
-            entity_id: mv.id.clone(),
-            to_status: mv.to.as_str().to_owned(),
-            reason: mv.reason.clone(),
-            actor: mv.actor.clone(),
-            expected_statuses: [Expected::Status(mv.from.as_str().to_owned())]
-                .into_iter()
-                .collect(),
-            expected_version: None,
-            patch: patch_map(mv),
-            override_: None,
-        };
-        let opts = CompatOptions {
-            extra_guard: BTreeMap::from([("attempt".to_owned(), json!(mv.expected_attempt))]),
-            enforce_edges: true,
-            raise_on_undeclared_edge: false,
-            raise_on_unguarded_conflict: false,
-            write_reason_columns: false,
-        };
+        let (cmd, opts) = (mv.command(), mv.guard());
         self.store.with_tx(|tx, ops| {
             let (outcome, _) = match ops.transition(tx, &cmd, &opts) {
                 Ok(done) => done,

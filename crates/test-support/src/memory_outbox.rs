@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use lifecycle_core::{
-    Actor, CompatOptions, CoreError, Decision, Expected, Policy, RowSnapshot, TransitionCommand,
-    TransitionRecord, decide_with, default_registry,
+    Actor, CoreError, Decision, Policy, RowSnapshot, TransitionRecord, decide_with,
+    default_registry,
 };
 use outbox::{
     AuditRecord, DispatchMove, DispatchRow, DispatchStatus, ENTITY, Enqueued, ListQuery,
@@ -186,32 +186,7 @@ impl OutboxStore for MemoryOutbox {
             version: r.updated_at,
             columns: BTreeMap::from([("attempt".to_owned(), json!(r.attempt))]),
         });
-        let mut cmd = TransitionCommand::new(
-            ENTITY,
-            mv.id.clone(),
-            mv.to.as_str(),
-            mv.reason.clone(),
-            mv.actor.clone(),
-        );
-        cmd.expected_statuses = [Expected::Status(mv.from.as_str().to_owned())]
-            .into_iter()
-            .collect();
-        if let Some(a) = mv.patch.attempt {
-            cmd.patch.insert("attempt".into(), json!(a));
-        }
-        if let Some(n) = mv.patch.next_attempt_at {
-            cmd.patch.insert("next_attempt_at".into(), json!(n));
-        }
-        if let Some(e) = &mv.patch.last_error {
-            cmd.patch.insert("last_error".into(), json!(e));
-        }
-        let opts = CompatOptions {
-            extra_guard: BTreeMap::from([("attempt".to_owned(), json!(mv.expected_attempt))]),
-            enforce_edges: true,
-            raise_on_undeclared_edge: false,
-            raise_on_unguarded_conflict: false,
-            write_reason_columns: false,
-        };
+        let (cmd, opts) = (mv.command(), mv.guard());
         let decision = match decide_with(&self.policy, snapshot.as_ref(), &cmd, &opts) {
             Ok(d) => d,
             Err(CoreError::NotFound { .. }) => return Ok(MoveOutcome::NotFound),
