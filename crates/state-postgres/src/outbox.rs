@@ -216,7 +216,7 @@ impl OutboxStore for PgOutbox {
             .as_ref()
             .map(serde_json::to_string)
             .transpose()?;
-        self.store.run((ENTITY, id), |tx| {
+        self.store.run((ENTITY, id), |tx, _| {
             let version = next_version(0);
             let inserted = tx.query(
                 "INSERT INTO dispatch_outbox (id, status, created_at, updated_at, attempt,
@@ -318,7 +318,7 @@ impl OutboxStore for PgOutbox {
     fn apply(&self, mv: &DispatchMove) -> Result<MoveOutcome, PgStoreError> {
         let policy = self.store.policy(ENTITY)?;
         let (cmd, opts) = (mv.command(), mv.guard());
-        self.store.run((ENTITY, &mv.id), |tx| {
+        self.store.run((ENTITY, &mv.id), |tx, _| {
             let current =
                 |tx: &mut Transaction<'_>| -> Result<Option<(DispatchStatus, u32)>, PgStoreError> {
                     let row = tx.query_opt(
@@ -390,7 +390,7 @@ impl OutboxStore for PgOutbox {
     }
 
     fn purge(&self, id: &str, actor: &Actor) -> Result<Option<DispatchStatus>, PgStoreError> {
-        self.store.run((ENTITY, id), |tx| {
+        self.store.run((ENTITY, id), |tx, _| {
             let row = tx.query_opt(
                 "DELETE FROM dispatch_outbox WHERE id = $1 RETURNING status",
                 &[&id],
@@ -422,7 +422,7 @@ impl OutboxStore for PgOutbox {
     ) -> Result<PurgeReport, PgStoreError> {
         let wanted = statuses(&selection.statuses());
         let before = selection.before();
-        self.store.run((ENTITY, "*"), |tx| {
+        self.store.run((ENTITY, "*"), |tx, _| {
             let filter = "status = ANY($1) AND ($2::bigint IS NULL OR updated_at < $2)";
             let mut ids: Vec<String> = if dry_run {
                 tx.query(

@@ -99,7 +99,7 @@ impl PgStore {
             .iter()
             .map(|(c, v)| (c.as_str(), v.clone()))
             .collect();
-        self.run(("session", session_id), |tx| {
+        self.run(("session", session_id), |tx, _| {
             Ok(Step::Commit(self.set_columns(tx, session_id, &cols)?, None))
         })
     }
@@ -142,8 +142,8 @@ impl PgStore {
         .into_iter()
         .filter_map(|(c, v)| v.map(|v| (c, v)))
         .collect();
-        self.run(("session", &start.session_id), |tx| {
-            let row = self.read_row(tx, &policy, &start.session_id, &[], Lock::None)?;
+        self.run(("session", &start.session_id), |tx, lock| {
+            let row = self.read_row(tx, &policy, &start.session_id, &[], lock)?;
             let mut cmd = TransitionCommand::new(
                 "session",
                 &start.session_id,
@@ -182,9 +182,9 @@ impl PgStore {
         .into_iter()
         .filter_map(|(c, v)| v.map(|v| (c, v)))
         .collect();
-        self.run(("session", &end.session_id), |tx| {
+        self.run(("session", &end.session_id), |tx, lock| {
             let row = self
-                .read_row(tx, &policy, &end.session_id, &[], Lock::None)?
+                .read_row(tx, &policy, &end.session_id, &[], lock)?
                 .ok_or_else(|| CoreError::NotFound {
                     entity_type: "session".into(),
                     entity_id: end.session_id.clone(),
@@ -243,7 +243,7 @@ impl PgStore {
         content: &str,
         at: i64,
     ) -> Result<bool, PgStoreError> {
-        self.run(("session", session_id), |tx: &mut Transaction<'_>| {
+        self.run(("session", session_id), |tx: &mut Transaction<'_>, _| {
             let added = tx.execute(
                 "INSERT INTO messages (id, session_id, role, content, created_at)
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",

@@ -81,6 +81,11 @@ pub(crate) enum Lock {
     /// `FOR UPDATE SKIP LOCKED`: a row another transaction holds reads as
     /// absent (the caller tells locked from missing).
     SkipLocked,
+    /// `FOR UPDATE`: wait for the row and hold it to the commit, so the CAS
+    /// cannot lose. [`PgStore::run`] asks for it after a lost CAS, so
+    /// writers racing on one hot row make progress instead of all losing
+    /// again and again.
+    Update,
 }
 
 fn outcome(
@@ -134,17 +139,20 @@ impl PgStore {
 
     /// Runs `f` in a transaction, again on a lost CAS, a serialization
     /// failure or a deadlock (nothing of a failed attempt committed), at
-    /// most [`MAX_ATTEMPTS`] times; notifies sinks after commit.
+    /// most [`MAX_ATTEMPTS`] times; notifies sinks after commit. `f` is
+    /// told how to read its row: a plain read first, [`Lock::Update`] once
+    /// a CAS was lost (optimistic first, pessimistic under contention).
     pub(crate) fn run<T>(
         &self,
         what: (&str, &str),
-        mut f: impl FnMut(&mut Transaction<'_>) -> Result<Step<T>, PgStoreError>,
+        mut f: impl FnMut(&mut Transaction<'_>, Lock) -> Result<Step<T>, PgStoreError>,
     ) -> Result<T, PgStoreError> {
         let mut conn = self.engine.conn()?;
         let mut last_err = None;
+        let mut read = Lock::None;
         for attempt in 1..=MAX_ATTEMPTS {
             let mut tx = conn.transaction()?;
-            let step = match f(&mut tx) {
+            let step = match f(&mut tx, read) {
                 Ok(step) => step,
                 Err(PgStoreError::Postgres(e)) if is_retryable(&e) => {
                     drop(tx);
@@ -157,6 +165,7 @@ impl PgStore {
             match step {
                 Step::Retry => {
                     drop(tx);
+                    read = Lock::Update;
                     tracing::debug!(attempt, entity = what.1, "cas lost; transaction retried");
                 }
                 Step::Rollback(v) => {
@@ -232,8 +241,10 @@ impl PgStore {
         }
         let p = sql.bind(id.to_owned(), Type::TEXT);
         sql.push(&format!(" FROM {} WHERE id = {p}", policy.table()));
-        if lock == Lock::SkipLocked {
-            sql.push(" FOR UPDATE SKIP LOCKED");
+        match lock {
+            Lock::None => {}
+            Lock::SkipLocked => sql.push(" FOR UPDATE SKIP LOCKED"),
+            Lock::Update => sql.push(" FOR UPDATE"),
         }
         let rows = sql.query(tx)?;
         let Some(r) = rows.first() else {
@@ -486,17 +497,18 @@ impl PgStore {
         policy: &Policy,
         cmd: &TransitionCommand,
         opts: &CompatOptions,
+        lock: Lock,
     ) -> Result<Step<Outcome>, PgStoreError> {
         let guard_cols: Vec<&str> = opts.extra_guard.keys().map(String::as_str).collect();
-        let row = self.read_row(tx, policy, &cmd.entity_id, &guard_cols, Lock::None)?;
+        let row = self.read_row(tx, policy, &cmd.entity_id, &guard_cols, lock)?;
         self.transition_on(tx, policy, row.as_ref(), cmd, opts)
     }
 
     /// Creates an entity in an initial status (history row from None).
     pub fn create(&self, cmd: &InitialCommand) -> Result<Outcome, PgStoreError> {
         let policy = self.policy(&cmd.entity_type)?;
-        self.run((&cmd.entity_type, &cmd.entity_id), |tx| {
-            let row = self.read_row(tx, &policy, &cmd.entity_id, &[], Lock::None)?;
+        self.run((&cmd.entity_type, &cmd.entity_id), |tx, lock| {
+            let row = self.read_row(tx, &policy, &cmd.entity_id, &[], lock)?;
             match decide_initial(&policy, row.as_ref(), cmd)? {
                 Decision::Write(plan) => self.execute_plan(
                     tx,
@@ -526,8 +538,8 @@ impl PgStore {
     pub fn transition(&self, cmd: &TransitionCommand) -> Result<Outcome, PgStoreError> {
         let policy = self.policy(&cmd.entity_type)?;
         let opts = CompatOptions::default();
-        self.run((&cmd.entity_type, &cmd.entity_id), |tx| {
-            self.transition_in(tx, &policy, cmd, &opts)
+        self.run((&cmd.entity_type, &cmd.entity_id), |tx, lock| {
+            self.transition_in(tx, &policy, cmd, &opts, lock)
         })
     }
 
