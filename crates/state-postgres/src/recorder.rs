@@ -12,7 +12,7 @@ use postgres::{GenericClient, Row, Transaction};
 use serde_json::Value;
 
 use crate::error::PgStoreError;
-use crate::service::{Lock, PgStore, Step};
+use crate::service::{PgStore, Step};
 use crate::sql::Sql;
 use crate::time::now_micros;
 use crate::values::{bind, read};
