@@ -96,6 +96,8 @@
 //! - `store` (default): [`DenialSink`] for `state_sqlite::Engine`, writing
 //!   `admin_events` rows of kind [`TOOL_DENIED_KIND`].
 
+#![forbid(unsafe_code)]
+
 mod audit;
 mod config;
 mod connection;

@@ -100,6 +100,7 @@
 //! # Example
 //!
 #![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 mod envelope;
 mod error;

@@ -14,6 +14,7 @@
 //! - `stdin`: echoes each stdin line back wrapped as `{"echo": line}`.
 //! - `hang`: one line, then sleeps forever.
 
+#![forbid(unsafe_code)]
 #![allow(
     clippy::print_stderr,
     reason = "a test fixture: writing to stderr is what it is for"
