@@ -1,8 +1,8 @@
 //! Pure lifecycle rules for the runtime core: the status vocabularies and
 //! edge policies of every managed entity, the guarded transition decision,
 //! reason codes, session health, artifact resolution, the end-of-run status
-//! rule ([`end_of_run`]) and the [`SessionRecorder`] seam a runner records
-//! through.
+//! rule ([`end_of_run`]), the [`SessionRecorder`] seam a runner records
+//! through and the [`StateReader`] seam the read-side tools read through.
 //!
 //! **Invariant:** this crate does no I/O and depends on no storage, process
 //! or async crate. A store (see `state-sqlite`) reads a row inside its write
@@ -36,6 +36,7 @@ mod error;
 mod health;
 mod model;
 mod policy;
+mod read;
 pub mod reasons;
 mod run_end;
 mod session;
@@ -58,6 +59,11 @@ pub use model::{
 pub use policy::{
     EXECUTION_ENTITIES, Edge, EdgeMap, Policy, PolicyRegistry, PolicySpec, SameStatus,
     default_policy_specs, default_registry,
+};
+pub use read::{
+    COUNTED_TABLES, ID_CANDIDATES, IdMatch, InFlight, MessageRow, OpenEntity, PruneReport,
+    RowCounts, SessionActivity, SessionFilter, SessionRetention, SessionRow, StateReader,
+    terminal_session_statuses,
 };
 pub use run_end::{Cancellation, LegEnd, RunFacts, RunVerdict, WorkEvidence, end_of_run};
 pub use session::{

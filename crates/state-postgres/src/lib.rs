@@ -37,6 +37,12 @@
 //!   commits; a failure whose commit outcome is unknown is never retried),
 //!   [`PgStoreError::SchemaTooNew`].
 //!
+//! - **Read side**: [`PgStore`] implements lifecycle-core's
+//!   [`lifecycle_core::StateReader`] and [`lifecycle_core::SessionRetention`]
+//!   as state-sqlite does, so `lionrt sessions`, `state`, `monitor` and
+//!   `lifecycle` read either store through one code path. Messages carry a
+//!   write-order `seq` (migration 0002), the cursor SQLite's rowid gives.
+//!
 //! **Driver.** The synchronous `postgres` crate with an `r2d2` pool
 //! (`r2d2_postgres`): the seams are synchronous traits called from
 //! synchronous code (the runner, the outbox scan, the CLI), and the SQLite
@@ -57,6 +63,7 @@ mod error;
 mod lock;
 mod migrate;
 mod outbox;
+mod reader;
 mod recorder;
 mod service;
 mod sql;

@@ -21,11 +21,18 @@ pub struct Migration {
 }
 
 /// Every migration of this build, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial",
-    sql: include_str!("../migrations/0001_initial.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("../migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "read_side",
+        sql: include_str!("../migrations/0002_read_side.sql"),
+    },
+];
 
 impl Migration {
     /// The hex sha256 of the SQL text.

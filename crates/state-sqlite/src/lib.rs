@@ -25,6 +25,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The engines and [`Store`] implement lifecycle-core's read seam
+//! ([`lifecycle_core::StateReader`]; [`Store`] also
+//! [`lifecycle_core::SessionRetention`]), as `state-postgres` does.
+//!
 //! Features: none. **API boundary:** rusqlite types appear only in the
 //! connection-level helpers ([`deliveries`], [`controls`], [`query`]); the
 //! [`Store`] API speaks lifecycle-core types.
@@ -41,6 +45,7 @@ mod migrate;
 mod mirror;
 pub mod overview;
 pub mod query;
+mod reader;
 mod recorder;
 mod service;
 mod sqlval;

@@ -6,7 +6,10 @@
 //! Every read works on any connection, read-only ones included; only
 //! [`checkpoint`], [`vacuum`] and [`prune`] (without `dry_run`) write.
 
-use lifecycle_core::default_registry;
+use lifecycle_core::{COUNTED_TABLES, default_registry};
+pub use lifecycle_core::{
+    InFlight, MessageRow, OpenEntity, PruneReport, SessionFilter, SessionRow,
+};
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 use serde::Serialize;
 use serde_json::json;
@@ -16,53 +19,7 @@ use crate::error::StoreError;
 use crate::migrate::schema_version;
 
 /// How many candidates an ambiguous-prefix error names at most.
-const CANDIDATES: usize = 6;
-
-/// One session row as shown by `sessions ls/show` and `monitor`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct SessionRow {
-    /// The id.
-    pub id: String,
-    /// The current status.
-    pub status: String,
-    /// The reason code of the last transition.
-    pub reason_code: Option<String>,
-    /// Its one-line summary.
-    pub reason_summary: Option<String>,
-    /// orchestrated, interactive or mirrored.
-    pub kind: Option<String>,
-    /// The provider (claude, codex, ...).
-    pub provider: Option<String>,
-    /// The model.
-    pub model: Option<String>,
-    /// The working directory.
-    pub cwd: Option<String>,
-    /// The agent's pid.
-    pub pid: Option<i64>,
-    /// The owning lionrt process.
-    pub owner_pid: Option<i64>,
-    /// Created, microseconds since the epoch.
-    pub created_at: i64,
-    /// Last change, microseconds since the epoch.
-    pub updated_at: i64,
-    /// Ended, microseconds since the epoch.
-    pub ended_at: Option<i64>,
-    /// The last message, microseconds since the epoch.
-    pub last_message_at: Option<i64>,
-    /// Input tokens.
-    pub input_tokens: Option<i64>,
-    /// Output tokens.
-    pub output_tokens: Option<i64>,
-    /// Cost in USD.
-    pub total_cost_usd: Option<f64>,
-    /// Turns.
-    pub num_turns: Option<i64>,
-    /// Duration in milliseconds.
-    pub duration_ms: Option<i64>,
-    /// Messages recorded for the session.
-    pub messages: i64,
-}
+const CANDIDATES: usize = lifecycle_core::ID_CANDIDATES;
 
 const SESSION_SELECT: &str = "SELECT s.id, s.status, s.status_reason_code, s.status_reason_summary, s.kind, \
      s.provider, s.model, s.cwd, s.pid, s.owner_pid, s.created_at, s.updated_at, s.ended_at, \
@@ -70,58 +27,31 @@ const SESSION_SELECT: &str = "SELECT s.id, s.status, s.status_reason_code, s.sta
      s.duration_ms, (SELECT count(*) FROM messages m WHERE m.session_id = s.id) FROM sessions s";
 
 fn session_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
-    Ok(SessionRow {
-        id: r.get(0)?,
-        status: r.get(1)?,
-        reason_code: r.get(2)?,
-        reason_summary: r.get(3)?,
-        kind: r.get(4)?,
-        provider: r.get(5)?,
-        model: r.get(6)?,
-        cwd: r.get(7)?,
-        pid: r.get(8)?,
-        owner_pid: r.get(9)?,
-        created_at: r.get(10)?,
-        updated_at: r.get(11)?,
-        ended_at: r.get(12)?,
-        last_message_at: r.get(13)?,
-        input_tokens: r.get(14)?,
-        output_tokens: r.get(15)?,
-        total_cost_usd: r.get(16)?,
-        num_turns: r.get(17)?,
-        duration_ms: r.get(18)?,
-        messages: r.get(19)?,
-    })
-}
-
-/// Which sessions [`sessions`] lists.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SessionFilter {
-    /// Only this status.
-    pub status: Option<String>,
-    /// Only sessions created at or after this time (microseconds).
-    pub since: Option<i64>,
-    /// Only sessions not in a terminal status.
-    pub open_only: bool,
-    /// At most this many rows (newest first).
-    pub limit: Option<u32>,
-}
-
-impl SessionFilter {
-    /// Every session.
-    pub fn all() -> Self {
-        Self::default()
-    }
+    let mut row = SessionRow::new(r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(10)?);
+    row.reason_code = r.get(2)?;
+    row.reason_summary = r.get(3)?;
+    row.kind = r.get(4)?;
+    row.provider = r.get(5)?;
+    row.model = r.get(6)?;
+    row.cwd = r.get(7)?;
+    row.pid = r.get(8)?;
+    row.owner_pid = r.get(9)?;
+    row.updated_at = r.get(11)?;
+    row.ended_at = r.get(12)?;
+    row.last_message_at = r.get(13)?;
+    row.input_tokens = r.get(14)?;
+    row.output_tokens = r.get(15)?;
+    row.total_cost_usd = r.get(16)?;
+    row.num_turns = r.get(17)?;
+    row.duration_ms = r.get(18)?;
+    row.messages = r.get(19)?;
+    Ok(row)
 }
 
 /// The session policy's terminal statuses.
 fn terminal_session_statuses() -> Result<Vec<String>, StoreError> {
-    Ok(default_registry()
-        .get("session")?
-        .terminal_statuses()
-        .map(str::to_owned)
-        .collect())
+    default_registry().get("session")?;
+    Ok(lifecycle_core::terminal_session_statuses())
 }
 
 /// Sessions matching `filter`, newest first.
@@ -251,24 +181,6 @@ fn prefix_upper(prefix: &str) -> Option<String> {
     None
 }
 
-/// One recorded message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct MessageRow {
-    /// Position in the table (insertion order); the cursor for following.
-    pub seq: i64,
-    /// The message id.
-    pub id: String,
-    /// The branch, if any.
-    pub branch_id: Option<String>,
-    /// user, assistant, tool, system...
-    pub role: String,
-    /// The content as stored (JSON text).
-    pub content: String,
-    /// Microseconds since the epoch.
-    pub created_at: i64,
-}
-
 /// The session's messages recorded after `after_seq` (0 for all), in the
 /// order they were written, at most `limit`.
 ///
@@ -286,41 +198,17 @@ pub fn messages(
          WHERE session_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
     )?;
     let rows = stmt.query_map(rusqlite::params![session_id, after_seq, limit], |r| {
-        Ok(MessageRow {
-            seq: r.get(0)?,
-            id: r.get(1)?,
-            branch_id: r.get(2)?,
-            role: r.get(3)?,
-            content: r.get(4)?,
-            created_at: r.get(5)?,
-        })
+        let mut m = MessageRow::new(
+            r.get(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get(5)?,
+        );
+        m.branch_id = r.get(2)?;
+        Ok(m)
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// An entity of any type that is not in a terminal status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct OpenEntity {
-    /// The entity type.
-    pub entity_type: String,
-    /// The id.
-    pub id: String,
-    /// Its status.
-    pub status: String,
-    /// Last change, microseconds since the epoch.
-    pub updated_at: i64,
-}
-
-/// Everything in flight: open sessions (with their rows) and the open
-/// entities of every other type, oldest change first.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct InFlight {
-    /// Sessions not in a terminal status, newest first.
-    pub sessions: Vec<SessionRow>,
-    /// Other entities not in a terminal status.
-    pub others: Vec<OpenEntity>,
 }
 
 /// What is in flight right now.
@@ -329,18 +217,27 @@ pub struct InFlight {
 ///
 /// [`StoreError`] when SQLite refuses a query.
 pub fn in_flight(conn: &Connection) -> Result<InFlight, StoreError> {
-    let sessions = sessions(
-        conn,
-        &SessionFilter {
-            open_only: true,
-            ..SessionFilter::default()
-        },
-    )?;
+    let sessions = sessions(conn, &SessionFilter::open())?;
     let mut others = Vec::new();
     for policy in default_registry().iter() {
         if policy.entity_type() == "session" {
             continue;
         }
+        others.extend(open_entities(conn, policy.entity_type())?);
+    }
+    Ok(InFlight::new(sessions, others))
+}
+
+/// The entities of `entity_type` not in a terminal status, oldest change
+/// first.
+///
+/// # Errors
+///
+/// [`StoreError`] for an unknown entity type or when SQLite refuses.
+pub fn open_entities(conn: &Connection, entity_type: &str) -> Result<Vec<OpenEntity>, StoreError> {
+    let policy = default_registry().get(entity_type)?;
+    let mut others = Vec::new();
+    {
         let terminal: Vec<rusqlite::types::Value> = policy
             .terminal_statuses()
             .map(|s| s.to_owned().into())
@@ -357,18 +254,18 @@ pub fn in_flight(conn: &Connection) -> Result<InFlight, StoreError> {
         );
         let mut stmt = conn.prepare(&sql)?;
         let rows = stmt.query_map(params_from_iter(terminal), |r| {
-            Ok(OpenEntity {
-                entity_type: policy.entity_type().to_owned(),
-                id: r.get(0)?,
-                status: r.get(1)?,
-                updated_at: r.get(2)?,
-            })
+            Ok(OpenEntity::new(
+                policy.entity_type(),
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get(2)?,
+            ))
         })?;
         for row in rows {
             others.push(row?);
         }
     }
-    Ok(InFlight { sessions, others })
+    Ok(others)
 }
 
 /// The entities whose id is `id` or starts with it, across every entity
@@ -425,20 +322,7 @@ pub struct Stats {
 }
 
 /// The tables [`stats`] counts.
-const COUNTED: &[&str] = &[
-    "sessions",
-    "messages",
-    "status_transitions",
-    "admin_events",
-    "invocations",
-    "plays",
-    "shows",
-    "teams",
-    "schedules",
-    "schedule_runs",
-    "dispatch_outbox",
-    "session_controls",
-];
+const COUNTED: &[&str] = COUNTED_TABLES;
 
 /// Counts and sizes.
 ///
@@ -513,18 +397,6 @@ pub fn vacuum(conn: &Connection) -> Result<(i64, i64), StoreError> {
     Ok((before, pages()?))
 }
 
-/// What [`prune`] removed (or would remove).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct PruneReport {
-    /// Terminal sessions removed.
-    pub sessions: u64,
-    /// Their messages removed.
-    pub messages: u64,
-    /// Nothing was changed.
-    pub dry_run: bool,
-}
-
 /// Retention: removes sessions in a terminal status that ended (or last
 /// changed) before `before` (microseconds), with their messages, branches,
 /// progressions, mirror marks and controls. Open sessions are never
@@ -576,11 +448,11 @@ pub fn prune(
         )?;
     }
     tx.execute_batch("DELETE FROM prune_ids;")?;
-    let report = PruneReport {
-        sessions: u64::try_from(sessions).unwrap_or(0),
-        messages: u64::try_from(messages).unwrap_or(0),
+    let report = PruneReport::new(
+        u64::try_from(sessions).unwrap_or(0),
+        u64::try_from(messages).unwrap_or(0),
         dry_run,
-    };
+    );
     record_admin_event(
         &tx,
         &NewAdminEvent {

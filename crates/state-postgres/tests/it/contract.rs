@@ -42,3 +42,12 @@ fn the_postgres_outbox_keeps_the_outbox_store_contract() {
         Schema::outbox,
     );
 }
+
+#[test]
+fn the_postgres_store_keeps_the_state_reader_contract() {
+    run(
+        "reader",
+        |make| test_support::state_reader_contract(make),
+        Schema::store,
+    );
+}

@@ -23,3 +23,14 @@ fn the_sqlite_store_keeps_the_session_recorder_contract() {
         Store::new(Engine::create(path, EngineConfig::default()).expect("engine"))
     });
 }
+
+#[test]
+fn the_sqlite_store_keeps_the_state_reader_contract() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let counter = std::cell::Cell::new(0);
+    test_support::state_reader_contract(|| {
+        counter.set(counter.get() + 1);
+        let path = dir.path().join(format!("reader-{}.db", counter.get()));
+        Store::new(Engine::create(path, EngineConfig::default()).expect("engine"))
+    });
+}
