@@ -384,11 +384,7 @@ impl Leg {
         if self.reaped.is_none() {
             // While the leader is unreaped (a zombie at worst) the group id
             // is pinned: every signal below rests on that evidence.
-            let scan = table.scan_group(pgid);
-            let quiet = self.leader_exited()
-                && scan.live.is_empty()
-                && scan.complete
-                && !self.cgroup_populated();
+            let mut quiet = self.group_quiet();
             if !quiet {
                 report.term = Some(signal_group_on_evidence(
                     &table,
@@ -399,7 +395,8 @@ impl Leg {
                 ));
                 self.signal_leader(GroupSignal::Term);
                 let deadline = Instant::now() + self.grace;
-                if !self.wait_group_quiet(deadline).await {
+                quiet = self.wait_group_quiet(deadline).await;
+                if !quiet {
                     report.kill = Some(signal_group_on_evidence(
                         &table,
                         &signaller,
@@ -412,10 +409,13 @@ impl Leg {
                         // Also reaches descendants that left the group with setsid().
                         cgroup.kill();
                     }
-                    self.wait_group_quiet(Instant::now() + KILL_SETTLE).await;
+                    quiet = self.wait_group_quiet(Instant::now() + KILL_SETTLE).await;
                 }
             }
-            report.survivors = table.scan_group(pgid).live;
+            if !quiet {
+                // A group just proven empty has no survivors to look for.
+                report.survivors = table.scan_group(pgid).live;
+            }
             match self.child.wait().await {
                 Ok(status) => self.reaped = Some(status),
                 Err(error) => {
@@ -478,12 +478,7 @@ impl Leg {
     async fn wait_group_quiet(&mut self, deadline: Instant) -> bool {
         let mut interval = Duration::from_millis(1);
         loop {
-            let scan = ProcTable.scan_group(self.record.pgid);
-            if self.leader_exited()
-                && scan.live.is_empty()
-                && scan.complete
-                && !self.cgroup_populated()
-            {
+            if self.group_quiet() {
                 return true;
             }
             let now = Instant::now();
@@ -493,6 +488,17 @@ impl Leg {
             tokio::time::sleep(interval.min(deadline - now)).await;
             interval = (interval * 2).min(Duration::from_millis(20));
         }
+    }
+
+    /// Whether the leader has exited and the group is proven to have no
+    /// live member (a complete scan) and the cgroup, if any, is empty. The
+    /// cheap checks come first: the `/proc` scan runs only when they pass.
+    fn group_quiet(&self) -> bool {
+        if !self.leader_exited() || self.cgroup_populated() {
+            return false;
+        }
+        let scan = ProcTable.scan_group(self.record.pgid);
+        scan.complete && scan.live.is_empty()
     }
 
     fn cgroup_populated(&self) -> bool {
