@@ -116,7 +116,6 @@ fn sigkill_at_random_points(script_json: &str, rounds: usize) {
         std::thread::sleep(delay);
         run.kill().expect("SIGKILL lionrt run");
         let _ = run.wait();
-        let killed_at = Instant::now();
         let leg = store(&db)
             .session(&session)
             .expect("read")
@@ -130,7 +129,6 @@ fn sigkill_at_random_points(script_json: &str, rounds: usize) {
             marked(&mark),
             leg.map(|l| group_members(l.pgid))
         );
-        assert!(killed_at.elapsed() <= Duration::from_millis(2100));
         // The next lionrt command converges the session.
         let doctor = lionrt(&db, &["--json", "state", "doctor"]);
         assert!(doctor.status.success(), "{doctor:?}");
