@@ -30,7 +30,7 @@ mod sweep;
 pub use error::{BoxError, Error};
 pub use lifecycle_core::SessionRecorder;
 pub use run::{
-    LegProgram, OnProgress, OnTerminal, Progress, ProviderChoice, RunConfig, RunReport,
+    LegProgram, OnProgress, OnTerminal, Progress, ProviderChoice, RunConfig, RunNote, RunReport,
     SandboxNote, event_role, run,
 };
 pub use sweep::{

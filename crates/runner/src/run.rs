@@ -135,6 +135,22 @@ pub struct RunConfig {
     /// Provider-specific request fields by name (checked by the provider
     /// against its flag metadata when the invocation is built).
     pub kwargs: serde_json::Map<String, Value>,
+    /// Messages recorded on the session right after its start, before the
+    /// leg is spawned (e.g. the admission verdicts on the MCP servers
+    /// forwarded to the leg).
+    pub notes: Vec<RunNote>,
+}
+
+/// A message the binary records on the session before the leg runs: a
+/// decision made about the run (which forwarded MCP tools were refused and
+/// why), kept in the session's own record. Its message id is
+/// `<session>:note:<n>`; notes are not counted in [`RunReport::messages`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunNote {
+    /// The message role (e.g. `mcp_admission`).
+    pub role: String,
+    /// The message content (JSON text by convention).
+    pub content: String,
 }
 
 impl std::fmt::Debug for RunConfig {
@@ -153,7 +169,7 @@ impl RunConfig {
     /// watchdogs, no secret lookup, a 500 ms orphan grace, a cgroup where
     /// available, actor
     /// `executor:runner-<pid>`, no terminal callback, no progress observer,
-    /// no resume id and no provider kwargs.
+    /// no resume id, no provider kwargs and no notes.
     pub fn new(
         session_id: impl Into<String>,
         provider: ProviderChoice,
@@ -180,6 +196,7 @@ impl RunConfig {
             on_progress: None,
             resume: None,
             kwargs: serde_json::Map::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -354,7 +371,10 @@ where
         resume: config.resume.clone(),
         kwargs: config.kwargs.clone(),
     };
-    let leg = drive(&recorder, &config, &request, cancel.as_mut()).await;
+    let leg = match record_notes(&recorder, &config).await {
+        Ok(()) => drive(&recorder, &config, &request, cancel.as_mut()).await,
+        Err(e) => Err((LegReport::default(), e)),
+    };
     let report = match leg {
         Ok(report) => report,
         Err((mut partial, e)) => {
@@ -363,6 +383,30 @@ where
         }
     };
     finish(recorder, config, report, sandbox).await
+}
+
+/// Records the config's notes on the session, in order.
+async fn record_notes<R>(recorder: &Arc<R>, config: &RunConfig) -> Result<(), Error>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    for (n, note) in config.notes.iter().enumerate() {
+        let (recorder, session) = (Arc::clone(recorder), config.session_id.clone());
+        let note = note.clone();
+        blocking("store", move || {
+            recorder
+                .record_message(
+                    &session,
+                    &format!("{session}:note:{n}"),
+                    &note.role,
+                    &note.content,
+                    now_micros(),
+                )
+                .map_err(Error::store("recording a note"))
+        })
+        .await?;
+    }
+    Ok(())
 }
 
 fn observe(config: &RunConfig, events: &[StreamEvent]) {

@@ -297,3 +297,72 @@ async fn a_spawn_record_that_cannot_be_stored_ends_the_leg_and_the_session() {
     assert_eq!(report.messages, 0, "no output was read before the record");
     assert!(store.open_sessions().expect("open").is_empty());
 }
+
+#[tokio::test]
+async fn notes_are_recorded_on_the_session_before_the_leg_runs() {
+    let (dir, store) = sqlite();
+    let mut cfg = config("n", scripted(STREAM, cat_leg()));
+    cfg.notes = vec![
+        runner::RunNote {
+            role: "mcp_admission".into(),
+            content: r#"{"refused":[{"server":"exec","tool":"run_command"}]}"#.into(),
+        },
+        runner::RunNote {
+            role: "note".into(),
+            content: "second".into(),
+        },
+    ];
+    let report = runner::run(Arc::clone(&store), cfg, never())
+        .await
+        .expect("run");
+    assert!(report.ok, "{report:?}");
+    let engine = Engine::create(dir.path().join("s.db"), EngineConfig::default()).expect("db");
+    let conn = engine.conn().expect("conn");
+    let mut stmt = conn
+        .prepare("SELECT id, role, content FROM messages WHERE session_id = 'n' ORDER BY rowid")
+        .expect("prepare");
+    let rows: Vec<(String, String, String)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(rows.len() as u64, report.messages + 2, "{rows:?}");
+    assert_eq!(rows[0].0, "n:note:0");
+    assert_eq!(rows[0].1, "mcp_admission");
+    assert!(rows[0].2.contains("run_command"), "{rows:?}");
+    assert_eq!(
+        (rows[1].0.as_str(), rows[1].1.as_str()),
+        ("n:note:1", "note")
+    );
+    assert!(rows[2..].iter().all(|r| !r.0.contains(":note:")));
+}
+
+#[tokio::test]
+async fn a_note_that_cannot_be_recorded_ends_the_session_before_any_leg() {
+    let store = Arc::new(Failing::new(true, false));
+    let mut cfg = config("nf", scripted(STREAM, cat_leg()));
+    cfg.notes = vec![runner::RunNote {
+        role: "mcp_admission".into(),
+        content: "{}".into(),
+    }];
+    let report = runner::run(Arc::clone(&store), cfg, never())
+        .await
+        .expect("run");
+    assert_eq!(report.recorded_status, "failed");
+    assert!(
+        report
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("recording a note")),
+        "{report:?}"
+    );
+    assert_eq!(report.messages, 0);
+    assert!(
+        store
+            .session("nf")
+            .expect("read")
+            .expect("row")
+            .leg()
+            .is_none()
+    );
+}
