@@ -12,8 +12,11 @@
 //! paths (`system_prompt_file`, `append_system_prompt_file`, `mcp_config`,
 //! `settings`) must stay inside the workspace; `add_dir` is exempt (an
 //! absolute `add_dir` is an intentional read-only grant).
-//! [`ClaudeParser`] reads `--output-format stream-json`. Claude Code has no
-//! effort flag in the spec, so a request's effort is not passed.
+//! [`ClaudeParser`] reads `--output-format stream-json`. Effort goes to
+//! `--effort`, clamped onto the CLI's `low..=max` ([`clamp_claude_effort`],
+//! the provider's `clamp_effort`: the spec gives no table for Claude Code,
+//! the range is the 2.1 CLI's). A forwarded MCP set's `exclusive` is
+//! [`STRICT_MCP_CONFIG_KEY`].
 //!
 //! `env` and `on_spawn` are runtime-only fields of [`ClaudeCodeRequest`]
 //! (set from a [`providers_core::CliCall`] by
@@ -46,4 +49,6 @@ mod request;
 pub use error::Error;
 pub use parser::ClaudeParser;
 pub use provider::ClaudeProvider;
-pub use request::{CLAUDE_FLAGS, ClaudeCodeRequest, MCP_CONFIG_FILE};
+pub use request::{
+    CLAUDE_FLAGS, ClaudeCodeRequest, MCP_CONFIG_FILE, STRICT_MCP_CONFIG_KEY, clamp_claude_effort,
+};

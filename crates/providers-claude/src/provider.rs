@@ -2,11 +2,13 @@
 
 use std::path::PathBuf;
 
-use providers_core::{AgentRequest, CliFields, Invocation, PrivateFile, Provider, Stdin};
+use providers_core::{
+    AgentRequest, CliFields, Effort, Invocation, McpForwarding, PrivateFile, Provider, Stdin,
+};
 
 use crate::error::Error;
 use crate::parser::ClaudeParser;
-use crate::request::ClaudeCodeRequest;
+use crate::request::{ClaudeCodeRequest, STRICT_MCP_CONFIG_KEY, clamp_claude_effort};
 
 /// Drives `claude -p --output-format stream-json --verbose`.
 #[derive(Debug, Clone)]
@@ -91,5 +93,17 @@ impl Provider for ClaudeProvider {
     /// `system/init` arrives right after spawn.
     fn streams_first_output_early(&self) -> bool {
         true
+    }
+
+    /// `--effort` takes `low` to `max` on every model
+    /// ([`clamp_claude_effort`]).
+    fn clamp_effort(&self, _model: Option<&str>, effort: Effort) -> Option<Effort> {
+        Some(clamp_claude_effort(effort))
+    }
+
+    /// Claude Code takes a set as `--mcp-config`; `exclusive` is
+    /// [`STRICT_MCP_CONFIG_KEY`].
+    fn mcp_forwarding(&self) -> Option<McpForwarding> {
+        Some(McpForwarding::new(STRICT_MCP_CONFIG_KEY))
     }
 }

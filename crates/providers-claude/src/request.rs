@@ -4,12 +4,23 @@ use std::path::{Component, Path, PathBuf};
 
 use providers_core::{
     AgentRequest, ChildEnv, CliCall, CliFields, Effort, FlagKind, FlagSpec, FlagValue, Kwargs,
-    McpServers, OnSpawn, build_declarative_cli_args, clamp_claude_effort,
+    McpServers, OnSpawn, build_declarative_cli_args,
 };
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use crate::error::Error;
+
+/// The kwargs key a forwarded MCP set's `exclusive` sets for Claude Code:
+/// `--strict-mcp-config`, so only the forwarded servers load.
+pub const STRICT_MCP_CONFIG_KEY: &str = "strict_mcp_config";
+
+/// The level Claude Code's `--effort` gets for `effort`: the CLI takes
+/// `low|medium|high|xhigh|max` (2.1.x), so `none` and `minimal` rise to
+/// `low` and `ultra` falls to `max`; the rest pass as they are.
+pub fn clamp_claude_effort(effort: Effort) -> Effort {
+    effort.clamp(Effort::Low, Effort::Max)
+}
 
 /// The file a secret-bearing `mcp_servers` set is written to, inside
 /// [`ClaudeCodeRequest::mcp_config_dir`].
@@ -309,7 +320,7 @@ impl ClaudeCodeRequest {
             mcp_config: path("mcp_config")?,
             mcp_servers: k.object("mcp_servers")?.map(McpServers::from),
             mcp_config_dir: path("mcp_config_dir")?,
-            strict_mcp_config: k.bool("strict_mcp_config")?.unwrap_or(false),
+            strict_mcp_config: k.bool(STRICT_MCP_CONFIG_KEY)?.unwrap_or(false),
             settings: path("settings")?,
             setting_sources: k.string("setting_sources")?,
             agents: k.json("agents"),

@@ -4,7 +4,7 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A shared-protocol refusal (unknown kwarg, wrong shape, bad MCP set).
+    /// A shared-protocol refusal (unknown kwarg, wrong shape).
     #[error(transparent)]
     Core(#[from] providers_core::Error),
     /// The prompt is empty.
@@ -34,4 +34,18 @@ pub enum Error {
     /// to write it in was given.
     #[error("mcp server env or headers need mcp_profile_dir")]
     NoProfileDir,
+    /// An MCP server name that cannot be used as a config key.
+    #[error("invalid mcp server name {0:?}")]
+    InvalidMcpServerName(String),
+    /// An MCP server field that cannot be forwarded to codex.
+    #[error("mcp server {server:?}: field {field:?} cannot be forwarded")]
+    InvalidMcpField {
+        /// The server.
+        server: String,
+        /// The offending field.
+        field: String,
+    },
+    /// A profile name that is not a bare TOML key.
+    #[error("codex profile name is not a bare toml key")]
+    InvalidProfileName,
 }

@@ -2,11 +2,13 @@
 //!
 //! - The workspace is conveyed only by `-C`; the child gets no cwd
 //!   override, so codex never resolves a bogus `repo/repo`.
-//! - Effort is clamped to the model's ceiling
-//!   ([`providers_core::clamp_codex_effort`]) and passed as a `-c` override.
+//! - Effort is clamped to the model's ceiling ([`clamp_codex_effort`], the
+//!   provider's `clamp_effort`) and passed as a `-c` override.
 //! - A forwarded MCP set becomes `-c mcp_servers.<name>.<field>=...`
-//!   overrides; each server's `env` and `http_headers` go to an owner-only
-//!   profile file ([`providers_core::PrivateFile`]), never to argv.
+//!   overrides ([`codex_mcp_overrides`]); each server's `env` and
+//!   `http_headers` go to an owner-only profile file
+//!   ([`providers_core::PrivateFile`]), never to argv. `exclusive` is the
+//!   kwarg [`MCP_EXCLUSIVE_KEY`].
 //! - [`CodexParser`] reads error text from `message` (`error` events) and
 //!   `error.message` (`turn.failed`), and applies the benign end-of-stream
 //!   rule ([`is_benign_eos`]).
@@ -34,12 +36,19 @@
 //! Features: none.
 #![forbid(unsafe_code)]
 
+mod effort;
 mod error;
+mod mcp;
 mod parser;
 mod provider;
 mod request;
 
+pub use effort::{clamp_codex_effort, codex_effort_ceiling};
 pub use error::Error;
+pub use mcp::{
+    CODEX_SECRET_FIELDS, CodexMcpPlan, MCP_EXCLUSIVE_KEY, codex_mcp_overrides,
+    codex_profile_file_name,
+};
 pub use parser::{CodexParser, error_text, is_benign_eos};
 pub use provider::{CodexProvider, MCP_PROFILE};
 pub use request::{CODEX_FLAGS, CodexRequest};

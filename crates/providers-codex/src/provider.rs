@@ -5,11 +5,12 @@ use std::path::PathBuf;
 use std::hash::BuildHasher as _;
 
 use providers_core::{
-    AgentRequest, CliFields, Invocation, PrivateFile, Provider, Stdin, clamp_codex_effort,
-    codex_mcp_overrides, codex_profile_file_name,
+    AgentRequest, CliFields, Effort, Invocation, McpForwarding, PrivateFile, Provider, Stdin,
 };
 
+use crate::effort::clamp_codex_effort;
 use crate::error::Error;
+use crate::mcp::{MCP_EXCLUSIVE_KEY, codex_mcp_overrides, codex_profile_file_name};
 use crate::parser::CodexParser;
 use crate::request::CodexRequest;
 
@@ -67,11 +68,10 @@ impl CodexProvider {
             "--json".into(),
         ];
         argv.extend(req.cli_args()?);
-        if let Some(effort) = req.effort {
-            let level = match &req.model {
-                Some(m) => clamp_codex_effort(m, effort),
-                None => effort,
-            };
+        if let Some(level) = req
+            .effort
+            .and_then(|e| self.clamp_effort(req.model.as_deref(), e))
+        {
             argv.push("-c".into());
             argv.push(format!("model_reasoning_effort=\"{level}\""));
         }
@@ -161,5 +161,17 @@ impl Provider for CodexProvider {
     /// `thread.started` arrives right after spawn.
     fn streams_first_output_early(&self) -> bool {
         true
+    }
+
+    /// The model's ceiling ([`clamp_codex_effort`]); without a model, or
+    /// for a model the table does not know, the level as asked.
+    fn clamp_effort(&self, model: Option<&str>, effort: Effort) -> Option<Effort> {
+        Some(model.map_or(effort, |m| clamp_codex_effort(m, effort)))
+    }
+
+    /// Codex takes a set as `-c` overrides (secrets in a profile file);
+    /// `exclusive` is [`MCP_EXCLUSIVE_KEY`].
+    fn mcp_forwarding(&self) -> Option<McpForwarding> {
+        Some(McpForwarding::new(MCP_EXCLUSIVE_KEY))
     }
 }

@@ -4,11 +4,12 @@ use std::path::PathBuf;
 
 use providers_core::{
     AgentRequest, ChildEnv, CliCall, CliFields, Effort, FlagKind, FlagSpec, FlagValue, Kwargs,
-    MCP_EXCLUSIVE_KEY, MCP_SERVERS_KEY, McpServers, OnSpawn,
+    MCP_SERVERS_KEY, McpServers, OnSpawn,
 };
 use serde::{Serialize, Serializer};
 
 use crate::error::Error;
+use crate::mcp::MCP_EXCLUSIVE_KEY;
 
 /// Every CLI-mappable field, in argv order.
 pub const CODEX_FLAGS: &[FlagSpec] = &[

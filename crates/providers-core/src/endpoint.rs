@@ -421,6 +421,29 @@ impl Endpoint {
         })
     }
 
+    /// A copy of this endpoint, of the same kind, with an equal and
+    /// separately owned config.
+    ///
+    /// This endpoint is drained first, so a runtime value that arrived
+    /// through `update()` moves across whole (and this endpoint keeps
+    /// applying it: a drain relocates, it never takes away). The runtime
+    /// state is then carried shallowly ([`copy_runtime_state_to`](Self::copy_runtime_state_to)).
+    /// `share_session` carries the session id when both are agentic; a
+    /// plain endpoint's copy never gets one.
+    pub fn copy(&mut self, share_session: bool) -> Result<Endpoint, Error> {
+        self.drain()?;
+        let mut copy = if self.is_agentic() {
+            Endpoint::agentic(&self.config)?
+        } else {
+            Endpoint::plain(&self.config)
+        };
+        self.copy_runtime_state_to(&mut copy);
+        if share_session && self.is_agentic() && copy.is_agentic() {
+            copy.session_id.clone_from(&self.session_id);
+        }
+        Ok(copy)
+    }
+
     /// Copies the runtime state to `other`, shallowly: the very same
     /// callback object, so the original receiver hears the copy's spawns.
     pub fn copy_runtime_state_to(&self, other: &mut Endpoint) {

@@ -37,17 +37,6 @@ pub enum Error {
     /// A request that cannot be turned into an invocation.
     #[error("invalid request: {0}")]
     InvalidRequest(String),
-    /// An MCP server name that cannot be used as a config key.
-    #[error("invalid mcp server name {0:?}")]
-    InvalidMcpServerName(String),
-    /// An MCP server field that cannot be forwarded.
-    #[error("mcp server {server:?}: field {field:?} cannot be forwarded")]
-    InvalidMcpField {
-        /// The server.
-        server: String,
-        /// The offending field.
-        field: String,
-    },
     /// A `kwargs` value of the wrong shape.
     #[error("kwargs key {0:?} has the wrong shape")]
     InvalidKwargs(&'static str),
@@ -76,15 +65,6 @@ pub enum Error {
     /// A serialised config that cannot be hydrated.
     #[error("invalid endpoint config: {0}")]
     InvalidConfig(&'static str),
-    /// The plugin registry refused to activate a plugin's provider target
-    /// (untrusted, disabled, inactive, or failed to load).
-    #[error("plugin {plugin:?} provider activation refused: {reason}")]
-    PluginActivation {
-        /// The plugin.
-        plugin: String,
-        /// A short stable reason.
-        reason: &'static str,
-    },
     /// Reading a request body failed.
     #[error("reading request body failed ({0})")]
     BodyIo(std::io::ErrorKind),

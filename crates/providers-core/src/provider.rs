@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::effort::Effort;
 use crate::event::{ErrorKind, StreamEvent};
+use crate::mcp::McpForwarding;
 
 /// A provider-neutral request for one agent leg.
 ///
@@ -199,6 +200,22 @@ pub trait Provider {
     /// stalled first output reliably means a dead worker. Only then do the
     /// default first-output and idle watchdogs apply.
     fn streams_first_output_early(&self) -> bool;
+
+    /// The level a leg of this provider runs at when `effort` is asked for
+    /// on `model` (`None`: the provider's default model), after the
+    /// provider's own clamp table; `None` when the provider expresses no
+    /// effort for that model. The default takes every level as it is.
+    fn clamp_effort(&self, model: Option<&str>, effort: Effort) -> Option<Effort> {
+        let _ = model;
+        Some(effort)
+    }
+
+    /// How this provider takes a forwarded MCP server set, `None` when it
+    /// cannot be given one (the default). The one answer every forwarding
+    /// site uses, through [`apply_forwarded_mcp_servers`](crate::apply_forwarded_mcp_servers).
+    fn mcp_forwarding(&self) -> Option<McpForwarding> {
+        None
+    }
 }
 
 impl PrivateFile {

@@ -7,7 +7,9 @@
 //!   model's display suffix (`Gemini 3.1 Pro (High)`); a concrete
 //!   `(...)`-qualified model wins over effort unless a persisted one is
 //!   re-resolved with `reapply_effort`, and a model typed this turn always
-//!   wins.
+//!   wins. The one clamp table is [`clamp_agy_effort`] (none/minimal/low to
+//!   Low, medium to Medium, high and above to High; Gemini 3.1 Pro has no
+//!   Medium, so medium rounds up to High).
 //! - The workspace is the child's cwd (agy resolves relative `--add-dir`
 //!   against it); stdin is the null device; `streams_first_output_early`
 //!   is false because the single result arrives at the very end.
@@ -36,7 +38,10 @@ mod parser;
 mod provider;
 
 pub use error::Error;
-pub use model::{AGY_MODELS, AgyModel, DEFAULT_AGY_MODEL, ModelSource, resolve_agy_model};
+pub use model::{
+    AGY_MODELS, AgyModel, AgyTier, DEFAULT_AGY_MODEL, ModelSource, agy_effort_tier,
+    clamp_agy_effort, resolve_agy_model,
+};
 pub use parser::{
     AgyParser, parse_agy_error_line, parse_gemini_cli_output, parse_with_tool_callbacks,
 };

@@ -1,6 +1,54 @@
 //! agy model resolution: effort lives only in the model display name.
 
-use providers_core::{AgyTier, Effort, clamp_agy_effort};
+use providers_core::Effort;
+
+/// agy's effort tiers, expressed only as a suffix of the model display name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AgyTier {
+    /// `(Low)`.
+    Low,
+    /// `(Medium)`.
+    Medium,
+    /// `(High)`.
+    High,
+}
+
+impl AgyTier {
+    /// The display suffix word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "Low",
+            Self::Medium => "Medium",
+            Self::High => "High",
+        }
+    }
+
+    /// The vocabulary level this tier stands for.
+    pub fn effort(self) -> Effort {
+        match self {
+            Self::Low => Effort::Low,
+            Self::Medium => Effort::Medium,
+            Self::High => Effort::High,
+        }
+    }
+}
+
+/// The one clamp table from the eight-level vocabulary onto agy's tiers:
+/// none, minimal and low are Low; medium is Medium; high and above are
+/// High.
+///
+/// With `has_medium = false` (Gemini 3.1 Pro) `medium` goes to `High`: the
+/// spec leaves the landing open (Ambiguities B.6), and rounding up means a
+/// caller never gets less reasoning than asked for.
+pub fn clamp_agy_effort(effort: Effort, has_medium: bool) -> AgyTier {
+    match effort {
+        Effort::None | Effort::Minimal | Effort::Low => AgyTier::Low,
+        Effort::Medium if has_medium => AgyTier::Medium,
+        Effort::Medium | Effort::High | Effort::XHigh | Effort::Max | Effort::Ultra => {
+            AgyTier::High
+        }
+    }
+}
 
 /// Where the model string came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +110,19 @@ fn family(name: &str) -> Option<&'static AgyModel> {
 fn with_tier(f: &AgyModel, effort: Effort) -> String {
     let tier: AgyTier = clamp_agy_effort(effort, f.has_medium);
     format!("{} ({})", f.display, tier.as_str())
+}
+
+/// The tier `effort` lands on for a model typed this turn (`None`: the
+/// default family), as [`resolve_agy_model`] bakes it in; `None` when no
+/// tier is applied (a concrete `(...)`-qualified display name wins over
+/// effort, and an unknown model is passed through as it is).
+pub fn agy_effort_tier(model: Option<&str>, effort: Effort) -> Option<AgyTier> {
+    let f = match model {
+        None => family(DEFAULT_AGY_MODEL)?,
+        Some(m) if split_qualifier(m).is_some() => return None,
+        Some(m) => family(m)?,
+    };
+    Some(clamp_agy_effort(effort, f.has_medium))
 }
 
 /// Resolves the `--model` display name.

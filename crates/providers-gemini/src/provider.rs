@@ -3,11 +3,12 @@
 use std::path::PathBuf;
 
 use providers_core::{
-    AgentRequest, CliFields, FlagKind, FlagSpec, FlagValue, Invocation, Kwargs, Provider, Stdin,
+    AgentRequest, CliFields, Effort, FlagKind, FlagSpec, FlagValue, Invocation, Kwargs, Provider,
+    Stdin,
 };
 
 use crate::error::Error;
-use crate::model::{ModelSource, resolve_agy_model};
+use crate::model::{ModelSource, agy_effort_tier, resolve_agy_model};
 use crate::parser::AgyParser;
 
 /// The names that resolve to this provider. `gemini-code`, `gemini-cli`
@@ -159,5 +160,12 @@ impl Provider for GeminiProvider {
     /// looks exactly like a dead one to a first-output watchdog.
     fn streams_first_output_early(&self) -> bool {
         false
+    }
+
+    /// agy has no effort flag: the level is the tier suffix of the model's
+    /// display name ([`agy_effort_tier`]), `None` when the model takes no
+    /// suffix (a concrete display name, or a model agy's table lacks).
+    fn clamp_effort(&self, model: Option<&str>, effort: Effort) -> Option<Effort> {
+        agy_effort_tier(model, effort).map(|t| t.effort())
     }
 }

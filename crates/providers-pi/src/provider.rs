@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use providers_core::{AgentRequest, CliFields, Invocation, Provider, Stdin};
+use providers_core::{AgentRequest, CliFields, Effort, Invocation, Provider, Stdin};
 
 use crate::error::Error;
 use crate::parser::PiParser;
@@ -69,5 +69,10 @@ impl Provider for PiProvider {
     /// the model's whole thinking time, so a first-output watchdog is unsafe.
     fn streams_first_output_early(&self) -> bool {
         false
+    }
+
+    /// `--thinking` tops out at `xhigh` ([`pi_thinking`](crate::pi_thinking)).
+    fn clamp_effort(&self, _model: Option<&str>, effort: Effort) -> Option<Effort> {
+        Some(effort.min(Effort::XHigh))
     }
 }

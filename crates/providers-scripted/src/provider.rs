@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use providers_core::{
-    AgentRequest, ErrorKind, FinalResult, Invocation, Kwargs, PrivateFile, Provider, Stdin,
+    AgentRequest, Effort, ErrorKind, FinalResult, Invocation, Kwargs, PrivateFile, Provider, Stdin,
     StreamEvent, StreamParser, Usage,
 };
 use serde_json::{Value, json};
@@ -256,5 +256,10 @@ impl Provider for ScriptedProvider {
     /// The init line is printed at once.
     fn streams_first_output_early(&self) -> bool {
         true
+    }
+
+    /// A script replays its responses whatever the effort: none applies.
+    fn clamp_effort(&self, _model: Option<&str>, _effort: Effort) -> Option<Effort> {
+        None
     }
 }

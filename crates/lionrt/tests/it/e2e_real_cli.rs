@@ -665,8 +665,11 @@ fn codex_loads_the_forwarded_mcp_secrets_from_the_profile_written_for_it() {
         servers: servers.as_object().cloned().unwrap_or_default(),
         exclusive: false,
     };
+    let provider = providers_codex::CodexProvider {
+        program: cache.join(CODEX_BIN),
+    };
     assert!(apply_forwarded_mcp_servers(
-        "codex",
+        &provider,
         &mut request.kwargs,
         &forwarded
     ));
@@ -674,9 +677,6 @@ fn codex_loads_the_forwarded_mcp_secrets_from_the_profile_written_for_it() {
         "mcp_profile_dir".into(),
         serde_json::json!(codex_home.to_string_lossy()),
     );
-    let provider = providers_codex::CodexProvider {
-        program: cache.join(CODEX_BIN),
-    };
     let inv = provider.invocation(&request).expect("invocation");
     assert!(!inv.argv.join(" ").contains("SECRET") && !inv.argv.join(" ").contains("e2e_HDR"));
     for file in &inv.files {

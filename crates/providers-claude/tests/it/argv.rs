@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use providers_claude::{CLAUDE_FLAGS, ClaudeCodeRequest, ClaudeProvider, Error};
+use providers_claude::{
+    CLAUDE_FLAGS, ClaudeCodeRequest, ClaudeProvider, Error, STRICT_MCP_CONFIG_KEY,
+};
 use providers_core::{
     AgentRequest, CliFields, Effort, FlagKind, FlagValue, ForwardedMcp, Provider, Stdin,
     apply_forwarded_mcp_servers, parse_declarative_cli_args,
@@ -252,10 +254,11 @@ fn forwarded_exclusive_set_reaches_argv_with_strict_flag() {
         exclusive: true,
     };
     assert!(apply_forwarded_mcp_servers(
-        "claude",
+        &ClaudeProvider::default(),
         &mut agent.kwargs,
         &fwd
     ));
+    assert_eq!(agent.kwargs.get(STRICT_MCP_CONFIG_KEY), Some(&json!(true)));
     let a = ClaudeProvider::default().invocation(&agent).unwrap().argv;
     let i = a.iter().position(|x| x == "--mcp-config").unwrap();
     assert_eq!(a[i + 1], r#"{"mcpServers":{"fs":{"command":"mcp-fs"}}}"#);
@@ -398,6 +401,8 @@ fn effort_reaches_claude_clamped_to_its_levels() {
         let a = ClaudeProvider::default().invocation(&agent).unwrap().argv;
         let i = a.iter().position(|x| x == "--effort").expect("--effort");
         assert_eq!(a[i + 1], expect, "{effort}");
+        let clamped = ClaudeProvider::default().clamp_effort(Some("sonnet"), effort);
+        assert_eq!(clamped.map(Effort::as_str), Some(expect), "the seam agrees");
     }
     agent.effort = None;
     let a = ClaudeProvider::default().invocation(&agent).unwrap().argv;

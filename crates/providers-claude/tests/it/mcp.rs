@@ -23,7 +23,7 @@ fn agent_with(servers: Value, dir: Option<&std::path::Path>) -> AgentRequest {
         exclusive: true,
     };
     assert!(apply_forwarded_mcp_servers(
-        "claude",
+        &ClaudeProvider::default(),
         &mut agent.kwargs,
         &forwarded
     ));

@@ -1,6 +1,6 @@
 //! Golden argv, the -C rule, effort clamps and MCP forwarding.
 
-use providers_codex::{CodexProvider, CodexRequest, Error, MCP_PROFILE};
+use providers_codex::{CodexProvider, CodexRequest, Error, MCP_EXCLUSIVE_KEY, MCP_PROFILE};
 use providers_core::{AgentRequest, Effort, ForwardedMcp, Provider, apply_forwarded_mcp_servers};
 use serde_json::json;
 
@@ -115,7 +115,7 @@ fn mcp_env_and_headers_go_to_an_owner_only_profile_never_argv() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = agent("p");
     assert!(apply_forwarded_mcp_servers(
-        "codex",
+        &CodexProvider::default(),
         &mut a.kwargs,
         &forwarded(false)
     ));
@@ -184,7 +184,7 @@ fn mcp_env_and_headers_go_to_an_owner_only_profile_never_argv() {
 fn request_renderings_redact_mcp_env_and_headers() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = agent("p");
-    apply_forwarded_mcp_servers("codex", &mut a.kwargs, &forwarded(false));
+    apply_forwarded_mcp_servers(&CodexProvider::default(), &mut a.kwargs, &forwarded(false));
     a.kwargs.insert(
         "mcp_profile_dir".into(),
         json!(dir.path().to_string_lossy()),
@@ -213,7 +213,12 @@ fn exclusive_disables_every_other_configured_server() {
     // contract: PRV-095
     let dir = tempfile::tempdir().unwrap();
     let mut a = agent("p");
-    apply_forwarded_mcp_servers("codex", &mut a.kwargs, &forwarded(true));
+    assert!(apply_forwarded_mcp_servers(
+        &CodexProvider::default(),
+        &mut a.kwargs,
+        &forwarded(true)
+    ));
+    assert_eq!(a.kwargs.get(MCP_EXCLUSIVE_KEY), Some(&json!(true)));
     a.kwargs.insert(
         "mcp_profile_dir".into(),
         json!(dir.path().to_string_lossy()),
@@ -230,7 +235,7 @@ fn exclusive_disables_every_other_configured_server() {
     // An empty exclusive set still disables everything configured.
     let mut a = agent("p");
     apply_forwarded_mcp_servers(
-        "codex",
+        &CodexProvider::default(),
         &mut a.kwargs,
         &ForwardedMcp {
             exclusive: true,
@@ -312,7 +317,7 @@ fn images_never_swallow_the_resume_subcommand() {
 fn a_profile_outside_the_childs_codex_home_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut a = agent("p");
-    apply_forwarded_mcp_servers("codex", &mut a.kwargs, &forwarded(false));
+    apply_forwarded_mcp_servers(&CodexProvider::default(), &mut a.kwargs, &forwarded(false));
     a.kwargs.insert(
         "mcp_profile_dir".into(),
         json!(dir.path().to_string_lossy()),

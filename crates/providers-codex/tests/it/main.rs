@@ -4,4 +4,5 @@
 mod argv;
 mod first_output;
 mod parse;
+mod plan;
 mod runtime;

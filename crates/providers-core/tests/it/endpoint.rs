@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use providers_core::{
     AgentRequest, ChildEnv, CliCall, ConfigFields, Endpoint, EndpointConfig, Error, KwargValue,
-    Model, OnSpawn, RUNTIME_STATE_NAMES, SpawnInfo, accepted_keys,
+    OnSpawn, RUNTIME_STATE_NAMES, SpawnInfo, accepted_keys,
 };
 use serde_json::json;
 
@@ -72,7 +72,10 @@ fn construction_drains_runtime_values_out_of_every_dump() {
     let dumps = [
         ep.to_dict().to_string(),
         serde_json::to_string(ep.config()).unwrap(),
-        Model::new(Endpoint::agentic(&supplied).unwrap())
+        Endpoint::agentic(&supplied)
+            .unwrap()
+            .copy(true)
+            .unwrap()
             .to_dict()
             .to_string(),
     ];
@@ -146,11 +149,11 @@ fn hydrated_config_with_runtime_values_is_excluded() {
     let dump = json!({"endpoint": {"provider": "codex", "kwargs": {"env": {"API_KEY": SECRET}, "sandbox": "read-only"}}});
     let cfg = EndpointConfig::from_value(&dump["endpoint"]).unwrap();
     assert!(!leaks(&serde_json::to_string(&cfg).unwrap()));
-    let m = Model::from_dict(&dump, true).unwrap();
-    assert!(!leaks(&m.to_dict().to_string()));
+    let ep = Endpoint::agentic(&cfg).unwrap();
+    assert!(!leaks(&ep.to_dict().to_string()));
+    assert!(!leaks(&serde_json::to_string(ep.config()).unwrap()));
     assert_eq!(
-        m.endpoint()
-            .runtime()
+        ep.runtime()
             .and_then(|r| r.env.as_ref())
             .map(|e| e.vars().len()),
         Some(1)

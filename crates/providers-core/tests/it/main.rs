@@ -1,11 +1,10 @@
 //! Integration tests of providers-core: one binary, one module per area.
 
 mod body;
+mod copy;
 mod effort;
 mod endpoint;
 mod flags;
 mod mcp;
-mod model;
 mod provider;
-mod registry;
 mod retry;

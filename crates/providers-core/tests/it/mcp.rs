@@ -1,8 +1,8 @@
-//! MCP server set forwarding.
+//! MCP server set forwarding, through the provider's own answer.
 
 use providers_core::{
-    ForwardedMcp, McpServers, REDACTED, apply_forwarded_mcp_servers, codex_mcp_overrides,
-    codex_profile_file_name, provider_accepts_forwarded_mcp,
+    AgentRequest, Effort, ForwardedMcp, Invocation, McpForwarding, McpServers, Provider, REDACTED,
+    StreamEvent, StreamParser, apply_forwarded_mcp_servers,
 };
 use serde_json::{Map, Value, json};
 
@@ -13,6 +13,66 @@ fn servers(v: Value) -> Map<String, Value> {
     }
 }
 
+/// A provider whose only trait to speak of is how it takes an MCP set.
+struct Stub(Option<McpForwarding>);
+
+struct NoParse;
+
+impl StreamParser for NoParse {
+    fn parse_value(&mut self, _: &Value) -> Vec<StreamEvent> {
+        Vec::new()
+    }
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        Vec::new()
+    }
+    fn resume_id(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl Provider for Stub {
+    type Parser = NoParse;
+    type Error = providers_core::Error;
+    fn name(&self) -> &'static str {
+        "stub"
+    }
+    fn invocation(&self, _: &AgentRequest) -> Result<Invocation, Self::Error> {
+        Ok(Invocation::default())
+    }
+    fn parser(&self) -> NoParse {
+        NoParse
+    }
+    fn streams_first_output_early(&self) -> bool {
+        true
+    }
+    fn mcp_forwarding(&self) -> Option<McpForwarding> {
+        self.0
+    }
+}
+
+/// A provider that leaves every defaulted method alone.
+struct Plain;
+
+impl Provider for Plain {
+    type Parser = NoParse;
+    type Error = providers_core::Error;
+    fn name(&self) -> &'static str {
+        "plain"
+    }
+    fn invocation(&self, _: &AgentRequest) -> Result<Invocation, Self::Error> {
+        Ok(Invocation::default())
+    }
+    fn parser(&self) -> NoParse {
+        NoParse
+    }
+    fn streams_first_output_early(&self) -> bool {
+        false
+    }
+}
+
+const STRICT: Stub = Stub(Some(McpForwarding::new("strict")));
+const WHOLE: Stub = Stub(Some(McpForwarding::new("whole_set")));
+
 #[test]
 fn forwarding_sets_mcp_servers_never_mcp_config() {
     // contract: PRV-091, PRV-093
@@ -20,12 +80,12 @@ fn forwarding_sets_mcp_servers_never_mcp_config() {
         servers: servers(json!({"fs": {"command": "mcp-fs"}})),
         exclusive: false,
     };
-    for provider in ["claude", "codex"] {
+    for provider in [STRICT, WHOLE] {
         let mut kwargs = Map::new();
-        assert!(apply_forwarded_mcp_servers(provider, &mut kwargs, &fwd));
+        assert!(apply_forwarded_mcp_servers(&provider, &mut kwargs, &fwd));
         assert_eq!(
-            kwargs.get("mcp_servers"),
-            Some(&json!({"fs": {"command": "mcp-fs"}}))
+            kwargs,
+            servers(json!({"mcp_servers": {"fs": {"command": "mcp-fs"}}}))
         );
         assert!(!kwargs.contains_key("mcp_config"));
     }
@@ -36,7 +96,7 @@ fn explicit_empty_selection_is_forwarded() {
     // contract: PRV-092
     let mut kwargs = Map::new();
     assert!(apply_forwarded_mcp_servers(
-        "claude",
+        &STRICT,
         &mut kwargs,
         &ForwardedMcp::default()
     ));
@@ -50,124 +110,46 @@ fn non_accepting_providers_are_left_unchanged() {
         servers: servers(json!({"fs": {}})),
         exclusive: true,
     };
-    for provider in ["gemini", "agy", "pi", "openai", "scripted"] {
-        assert!(!provider_accepts_forwarded_mcp(provider));
-        let mut kwargs = servers(json!({"keep": 1}));
-        assert!(!apply_forwarded_mcp_servers(provider, &mut kwargs, &fwd));
-        assert_eq!(kwargs, servers(json!({"keep": 1})));
-    }
-    assert!(provider_accepts_forwarded_mcp("Claude-Code"));
+    assert_eq!(Plain.mcp_forwarding(), None, "the default accepts no set");
+    let mut kwargs = servers(json!({"keep": 1}));
+    assert!(!apply_forwarded_mcp_servers(&Stub(None), &mut kwargs, &fwd));
+    assert!(!apply_forwarded_mcp_servers(&Plain, &mut kwargs, &fwd));
+    assert_eq!(kwargs, servers(json!({"keep": 1})));
 }
 
 #[test]
-fn exclusive_marks_the_set_as_whole() {
+fn exclusive_sets_the_providers_own_key() {
     // contract: PRV-095
     let fwd = ForwardedMcp {
         servers: servers(json!({"fs": {}})),
         exclusive: true,
     };
-    let mut claude = Map::new();
-    apply_forwarded_mcp_servers("claude", &mut claude, &fwd);
-    assert_eq!(claude.get("strict_mcp_config"), Some(&json!(true)));
-    let mut codex = Map::new();
-    apply_forwarded_mcp_servers("codex", &mut codex, &fwd);
-    assert_eq!(codex.get("mcp_exclusive"), Some(&json!(true)));
-
-    let plan = codex_mcp_overrides(
-        &fwd.servers,
-        true,
-        &["fs".into(), "github".into(), "jira".into()],
-        "lionrt",
-    )
-    .unwrap();
-    assert!(
-        plan.args
-            .contains(&"mcp_servers.github.enabled=false".to_owned())
-    );
-    assert!(
-        plan.args
-            .contains(&"mcp_servers.jira.enabled=false".to_owned())
-    );
-    assert!(
-        !plan
-            .args
-            .iter()
-            .any(|a| a.starts_with("mcp_servers.fs.enabled"))
-    );
-}
-
-#[test]
-fn codex_secrets_go_to_the_profile_never_argv() {
-    // contract: PRV-094
-    let set = servers(json!({
-        "github": {
-            "command": "npx",
-            "args": ["-y", "@mcp/github"],
-            "env": {"GITHUB_TOKEN": "ghp_SECRET_ENV"},
-            "startup_timeout_sec": 20
+    let mut a = Map::new();
+    apply_forwarded_mcp_servers(&STRICT, &mut a, &fwd);
+    assert_eq!(a.get("strict"), Some(&json!(true)));
+    assert!(!a.contains_key("whole_set"));
+    let mut b = Map::new();
+    apply_forwarded_mcp_servers(&WHOLE, &mut b, &fwd);
+    assert_eq!(b.get("whole_set"), Some(&json!(true)));
+    assert!(!b.contains_key("strict"));
+    let mut c = Map::new();
+    apply_forwarded_mcp_servers(
+        &STRICT,
+        &mut c,
+        &ForwardedMcp {
+            exclusive: false,
+            ..fwd
         },
-        "remote": {"url": "https://mcp.example/x", "http_headers": {"Authorization": "Bearer SECRET_HDR"}}
-    }));
-    let plan = codex_mcp_overrides(&set, false, &[], "lionrt").unwrap();
-    let joined = plan.args.join("\n");
-    assert!(!joined.contains("SECRET"), "argv holds no secret: {joined}");
-    assert!(
-        !format!("{plan:?}").contains("SECRET"),
-        "debug holds no secret"
     );
-    assert_eq!(
-        plan.args,
-        [
-            "-c",
-            r#"mcp_servers.github.args=["-y", "@mcp/github"]"#,
-            "-c",
-            r#"mcp_servers.github.command="npx""#,
-            "-c",
-            "mcp_servers.github.startup_timeout_sec=20",
-            "-c",
-            r#"mcp_servers.remote.url="https://mcp.example/x""#,
-            "--profile",
-            "lionrt",
-        ]
-    );
-    let toml = plan.profile_toml.expect("profile written");
-    // Codex 0.171 reads `--profile NAME` from `$CODEX_HOME/NAME.config.toml`
-    // with top-level server tables; a `[profiles.X]` table is ignored there.
-    assert!(!toml.contains("[profiles."), "{toml}");
-    assert_eq!(codex_profile_file_name("lionrt"), "lionrt.config.toml");
-    assert!(toml.contains("[mcp_servers.github.env]\nGITHUB_TOKEN = \"ghp_SECRET_ENV\""));
-    assert!(
-        toml.contains("[mcp_servers.remote.http_headers]\nAuthorization = \"Bearer SECRET_HDR\"")
-    );
+    assert!(!c.contains_key("strict"), "not exclusive: no key");
 }
 
 #[test]
-fn codex_refuses_claude_style_headers_rather_than_put_them_on_argv() {
-    let set = servers(json!({
-        "remote": {"url": "https://mcp.example/x", "headers": {"Authorization": "Bearer SECRET_HDR"}}
-    }));
-    let err = codex_mcp_overrides(&set, false, &[], "lionrt").expect_err("refused");
-    let text = format!("{err} {err:?}");
-    assert!(
-        text.contains("headers") && !text.contains("SECRET"),
-        "{text}"
-    );
-}
-
-#[test]
-fn codex_refuses_names_that_could_inject_keys() {
-    for bad in ["a.b", "x=y", "", "sp ace"] {
-        let set = servers(json!({ bad: {"command": "x"} }));
-        assert!(
-            codex_mcp_overrides(&set, false, &[], "p").is_err(),
-            "{bad:?}"
-        );
+fn the_default_effort_clamp_takes_every_level_as_it_is() {
+    for e in Effort::ALL {
+        assert_eq!(Plain.clamp_effort(None, e), Some(e));
+        assert_eq!(Plain.clamp_effort(Some("any-model"), e), Some(e));
     }
-    let set = servers(json!({"ok": {"env": {"K": 1}}}));
-    assert!(
-        codex_mcp_overrides(&set, false, &[], "p").is_err(),
-        "non-string env value"
-    );
 }
 
 #[test]

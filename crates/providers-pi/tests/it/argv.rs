@@ -1,6 +1,6 @@
 //! argv, the provider map and the positional prompt.
 
-use providers_core::{AgentRequest, Effort, Provider};
+use providers_core::{AgentRequest, Effort, ForwardedMcp, Provider, apply_forwarded_mcp_servers};
 use providers_pi::{Error, PiProvider, pi_thinking, resolve_pi_model};
 use serde_json::json;
 
@@ -117,4 +117,32 @@ fn no_early_output_and_typed_errors() {
         PiProvider::default().invocation(&a),
         Err(Error::Core(_))
     ));
+}
+
+#[test]
+fn the_seam_reports_the_thinking_level_pi_gets() {
+    let p = PiProvider::default();
+    for e in Effort::ALL {
+        let level = p
+            .clamp_effort(Some("claude-sonnet-4"), e)
+            .expect("pi takes effort");
+        let expect = if e == Effort::None {
+            "off"
+        } else {
+            level.as_str()
+        };
+        assert_eq!(pi_thinking(e), expect, "{e}");
+        assert!(level <= Effort::XHigh);
+    }
+}
+
+#[test]
+fn pi_is_never_given_an_mcp_set() {
+    // contract: PRV-093
+    let p = PiProvider::default();
+    assert_eq!(p.mcp_forwarding(), None);
+    let mut a = AgentRequest::new("p");
+    let fwd = ForwardedMcp::default();
+    assert!(!apply_forwarded_mcp_servers(&p, &mut a.kwargs, &fwd));
+    assert!(a.kwargs.is_empty(), "even an empty set is not applied");
 }

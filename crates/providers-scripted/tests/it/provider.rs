@@ -195,3 +195,23 @@ fn keeps_the_seam_contract() {
         );
     }
 }
+
+#[test]
+fn a_script_takes_no_effort_and_no_mcp_set() {
+    // contract: PRV-093
+    let dir = tempfile::tempdir().unwrap();
+    let script = ScriptModel::from_json(r#"[{"type": "text", "text": "a"}]"#).unwrap();
+    let p = ScriptedProvider::new("lionrt", dir.path(), script);
+    for e in providers_core::Effort::ALL {
+        assert_eq!(p.clamp_effort(None, e), None);
+    }
+    assert_eq!(p.mcp_forwarding(), None);
+    let mut kwargs = serde_json::Map::new();
+    let fwd = providers_core::ForwardedMcp::default();
+    assert!(!providers_core::apply_forwarded_mcp_servers(
+        &p,
+        &mut kwargs,
+        &fwd
+    ));
+    assert!(kwargs.is_empty());
+}
