@@ -26,7 +26,7 @@ pub fn validate_tool_admission(
     input_schema: Option<&Value>,
     description: Option<&str>,
 ) -> Result<(), AdmissionDenied> {
-    match explain_tool_admission(name, input_schema, description).reason {
+    match verdict_with(Limits::default(), name, input_schema, description) {
         None => Ok(()),
         Some(reason) => Err(AdmissionDenied::new(name, reason)),
     }
@@ -70,6 +70,29 @@ pub fn explain_tool_admission_with(
     input_schema: Option<&Value>,
     description: Option<&str>,
 ) -> AdmissionReport {
+    judge(limits, name, input_schema, description, true)
+}
+
+/// The verdict alone (the report's lists stay empty): no key, path or cause
+/// string is built on the way. Always the same reason as
+/// [`explain_tool_admission_with`] gives.
+pub(crate) fn verdict_with(
+    limits: Limits,
+    name: &str,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+) -> Option<Reason> {
+    judge(limits, name, input_schema, description, false).reason
+}
+
+/// Judges a descriptor; `detailed` keeps the report's lists.
+fn judge(
+    limits: Limits,
+    name: &str,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+    detailed: bool,
+) -> AdmissionReport {
     let normalized_name = normalize_key(name);
     let strong = STRONG_EXECUTOR_NAMES.contains(&normalized_name.as_str());
     let signals = description.is_some_and(description_signals_execution);
@@ -82,12 +105,12 @@ pub fn explain_tool_admission_with(
 
     let null = Value::Null;
     let root = schema.unwrap_or(&null);
-    let mut engine = Engine::new(root, limits);
+    let mut engine = Engine::with_detail(root, limits, detailed);
     if !empty {
         engine.walk_root(root);
     }
     let walker_exhausted = engine.exhausted;
-    let unresolvable = !engine.unresolved.is_empty();
+    let unresolvable = engine.found.unresolved;
 
     let mut insufficiency = None;
     let mut proofs_evaluated = false;
@@ -119,62 +142,47 @@ pub fn explain_tool_admission_with(
         .as_ref()
         .is_some_and(|i| i.proof == crate::report::Proof::Coverage);
 
-    let free_form = &engine.free_form;
-    let map_channel = !engine.map_channels.is_empty();
-    let reason = if free_form.iter().any(|k| k.categories.command) {
+    let found = engine.found;
+    let reason = if found.command {
         Some(Reason::UnboundedCommandInput)
-    } else if free_form.iter().any(|k| k.categories.program)
-        && free_form.iter().any(|k| k.categories.argument)
-    {
+    } else if found.program && found.argument {
         Some(Reason::UnboundedProcessInput)
-    } else if free_form.iter().any(|k| k.categories.payload)
-        && (engine.selector_present || strong || signals)
-    {
+    } else if found.payload && (engine.selector_present || strong || signals) {
         Some(Reason::UnboundedScriptPayload)
-    } else if signals
-        && (map_channel
-            || unresolvable
-            || coverage_failed
-            || free_form
-                .iter()
-                .any(|k| !k.categories.auxiliary || k.exec_tainted))
-    {
+    } else if signals && (found.map_channel || unresolvable || coverage_failed || found.broad) {
         Some(Reason::ExecutorDescriptionWithBroadInput)
     } else if strong
-        && (insufficiency.is_some()
-            || unresolvable
-            || map_channel
-            || free_form
-                .iter()
-                .any(|k| (!k.categories.auxiliary && !k.identifier_like) || k.exec_tainted))
+        && (insufficiency.is_some() || unresolvable || found.map_channel || found.identity)
     {
         Some(Reason::ExecutorIdentityWithInsufficientSchema)
-    } else if !engine.malformed.is_empty() {
+    } else if found.malformed {
         Some(Reason::MalformedSchema)
     } else if walker_exhausted {
         // The walker stopped before it saw the whole schema: the unseen rest
         // may hold a free-form command key (fail closed).
-        engine.free_form.push(FreeFormKey {
-            key: "(schema past the node budget)".to_owned(),
-            normalized: String::new(),
-            path: engine
-                .unresolved
-                .iter()
-                .find(|u| u.cause == UnresolvedCause::NodeBudget)
-                .map(|u| u.path.clone())
-                .unwrap_or_default(),
-            categories: KeyCategories {
-                command: true,
-                program: true,
-                argument: true,
-                payload: true,
-                selector: true,
-                auxiliary: false,
-            },
-            identifier_like: false,
-            exec_tainted: true,
-            cause: FreeFormCause::LimitReached,
-        });
+        if detailed {
+            engine.free_form.push(FreeFormKey {
+                key: "(schema past the node budget)".to_owned(),
+                normalized: String::new(),
+                path: engine
+                    .unresolved
+                    .iter()
+                    .find(|u| u.cause == UnresolvedCause::NodeBudget)
+                    .map(|u| u.path.clone())
+                    .unwrap_or_default(),
+                categories: KeyCategories {
+                    command: true,
+                    program: true,
+                    argument: true,
+                    payload: true,
+                    selector: true,
+                    auxiliary: false,
+                },
+                identifier_like: false,
+                exec_tainted: true,
+                cause: FreeFormCause::LimitReached,
+            });
+        }
         Some(Reason::UnboundedCommandInput)
     } else {
         None

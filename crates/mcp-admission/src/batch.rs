@@ -28,8 +28,9 @@ use std::str::FromStr;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::admission::explain_tool_admission;
+use crate::admission::{explain_tool_admission, verdict_with};
 use crate::reason::{AdmissionDenied, Reason};
+use crate::report::Limits;
 
 /// Exit code: every tool admitted.
 pub const EXIT_ADMITTED: i32 = 0;
@@ -590,22 +591,25 @@ fn judge_value(value: &Value, line: Option<usize>, index: usize, explained: bool
     // The original ignores a description that is not a string.
     let description = m.get("description").and_then(Value::as_str);
     let schema = schema_of(m);
-    let report = explain_tool_admission(name, schema, description);
+    // JSON Lines needs the reason alone: no report is built for it.
+    let (reason, message, detail) = if explained {
+        let report = explain_tool_admission(name, schema, description);
+        let message = report
+            .reason
+            .map(|r| AdmissionDenied::new(name, r).to_string());
+        (report.reason, message, report.detail().unwrap_or_default())
+    } else {
+        let reason = verdict_with(Limits::default(), name, schema, description);
+        (reason, None, String::new())
+    };
     ToolResult {
         id,
         name: name.clone(),
         line,
         index,
-        reason: report.reason,
-        message: report
-            .reason
-            .filter(|_| explained)
-            .map(|r| AdmissionDenied::new(name, r).to_string()),
-        detail: if explained {
-            report.detail().unwrap_or_default()
-        } else {
-            String::new()
-        },
+        reason,
+        message,
+        detail,
         error: None,
     }
 }

@@ -70,15 +70,70 @@ pub(crate) struct Engine<'a> {
     /// Positions whose value has the wrong JSON type (at most 64).
     pub(crate) malformed: Vec<Unresolved>,
     pub(crate) selector_present: bool,
-    /// Every key some walked `properties` map declares.
-    pub(crate) declared_keys: BTreeSet<&'a str>,
+    /// Every key some walked `properties` map declares (sorted and
+    /// deduplicated only when a required name needs looking up).
+    pub(crate) declared_keys: Vec<&'a str>,
     /// Required names undeclared where they are required: (name, governing
     /// value schema, location, depth), judged after the walk.
     pub(crate) pending_required: Vec<(&'a str, &'a Value, Vec<Seg<'a>>, usize)>,
+    /// Whether the report's lists (keys, paths, causes) are kept. A plain
+    /// verdict needs only [`Found`], so it builds no strings on the way.
+    pub(crate) detailed: bool,
+    /// What the classifier reads, kept in both modes.
+    pub(crate) found: Found,
+}
+
+/// What the classifier reads of a walk: kept whether or not the report's
+/// lists are, so a plain verdict and an explained one always agree.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Found {
+    /// Some free-form key is a command key.
+    pub(crate) command: bool,
+    /// Some free-form key is a program key.
+    pub(crate) program: bool,
+    /// Some free-form key is an argument key.
+    pub(crate) argument: bool,
+    /// Some free-form key is a payload key.
+    pub(crate) payload: bool,
+    /// Some free-form key is not auxiliary, or is exec-tainted (the
+    /// description rule).
+    pub(crate) broad: bool,
+    /// Some free-form key is neither auxiliary nor identifier-like, or is
+    /// exec-tainted (the strong-name rule).
+    pub(crate) identity: bool,
+    /// Some channel is unresolvable.
+    pub(crate) unresolved: bool,
+    /// Some position is malformed.
+    pub(crate) malformed: bool,
+    /// Some free-form map channel.
+    pub(crate) map_channel: bool,
+}
+
+impl Found {
+    /// Notes one free-form key.
+    pub(crate) fn free_form(
+        &mut self,
+        categories: &crate::normalize::KeyCategories,
+        identifier_like: bool,
+        exec_tainted: bool,
+    ) {
+        self.command |= categories.command;
+        self.program |= categories.program;
+        self.argument |= categories.argument;
+        self.payload |= categories.payload;
+        self.broad |= !categories.auxiliary || exec_tainted;
+        self.identity |= (!categories.auxiliary && !identifier_like) || exec_tainted;
+    }
 }
 
 impl<'a> Engine<'a> {
+    /// An engine keeping every detail of the report.
     pub(crate) fn new(root: &'a Value, limits: Limits) -> Self {
+        Self::with_detail(root, limits, true)
+    }
+
+    /// An engine keeping the report's lists only when `detailed`.
+    pub(crate) fn with_detail(root: &'a Value, limits: Limits, detailed: bool) -> Self {
         // Recursion depth follows `max_depth`; a ceiling keeps a careless
         // configuration from trading the depth cap for a stack overflow.
         let limits = Limits {
@@ -99,8 +154,10 @@ impl<'a> Engine<'a> {
             unresolved: Vec::new(),
             malformed: Vec::new(),
             selector_present: false,
-            declared_keys: BTreeSet::new(),
+            declared_keys: Vec::new(),
             pending_required: Vec::new(),
+            detailed,
+            found: Found::default(),
         }
     }
 
@@ -179,6 +236,10 @@ impl<'a> Engine<'a> {
     }
 
     pub(crate) fn unresolved(&mut self, cause: UnresolvedCause) {
+        self.found.unresolved = true;
+        if !self.detailed {
+            return;
+        }
         let path = self.pointer();
         // One record per (path, cause), at most 64, keeps reports small on wide inputs.
         let duplicate = self

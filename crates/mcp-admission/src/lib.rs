@@ -261,6 +261,8 @@
 //! `shell`); `$ref` is a local JSON pointer (`#` or `#/...`), not
 //! percent-decoded; anything else (`http://...`, `#anchor`) is unresolvable.
 
+#![forbid(unsafe_code)]
+
 mod admission;
 pub mod batch;
 mod engine;

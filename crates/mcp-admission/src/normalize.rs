@@ -138,26 +138,79 @@ pub(crate) fn normalize_description(raw: &str) -> String {
 
 /// True when a description contains an executor phrase as whole words.
 pub fn description_signals_execution(description: &str) -> bool {
-    let normalized = normalize_description(description);
+    if description.is_ascii() {
+        return ascii_description_signals_execution(description.as_bytes());
+    }
+    normalized_description_signals_execution(&normalize_description(description))
+}
+
+/// The general path of [`description_signals_execution`], on a normalised
+/// description.
+fn normalized_description_signals_execution(normalized: &str) -> bool {
     let words: Vec<&str> = normalized.split(' ').filter(|w| !w.is_empty()).collect();
     (0..words.len()).any(|i| {
-        // Only a few words can start a phrase; skip the rest cheaply.
-        matches!(
-            words[i],
-            "arbitrary"
-                | "run"
-                | "runs"
-                | "execute"
-                | "executes"
-                | "spawn"
-                | "spawns"
-                | "shell"
-                | "command"
-        ) && EXECUTOR_PHRASES.iter().any(|phrase| {
-            let mut rest = words[i..].iter();
-            phrase.split(' ').all(|w| rest.next() == Some(&w))
-        })
+        phrase_may_start(words[i].as_bytes())
+            && EXECUTOR_PHRASES.iter().any(|phrase| {
+                let mut rest = words[i..].iter();
+                phrase.split(' ').all(|w| rest.next() == Some(&w))
+            })
     })
+}
+
+/// Only a few words can start a phrase; the rest are skipped cheaply.
+fn phrase_may_start(word: &[u8]) -> bool {
+    matches!(
+        word,
+        b"arbitrary"
+            | b"run"
+            | b"runs"
+            | b"execute"
+            | b"executes"
+            | b"spawn"
+            | b"spawns"
+            | b"shell"
+            | b"command"
+    )
+}
+
+/// The words of an ASCII description as [`normalize_description`] reads them:
+/// runs of ASCII letters and digits (compared case-insensitively).
+fn ascii_words(bytes: &[u8]) -> impl Iterator<Item = &[u8]> + Clone {
+    bytes
+        .split(|b| !b.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
+/// The ASCII path of [`description_signals_execution`]: the same words,
+/// read in place (no normalised copy, no allocation).
+fn ascii_description_signals_execution(bytes: &[u8]) -> bool {
+    let mut words = ascii_words(bytes);
+    loop {
+        let rest = words.clone();
+        let Some(word) = words.next() else {
+            return false;
+        };
+        // The longest word that starts a phrase has 9 letters.
+        let mut lower = [0u8; 9];
+        let Some(lower) = lower.get_mut(..word.len()) else {
+            continue;
+        };
+        lower.copy_from_slice(word);
+        lower.make_ascii_lowercase();
+        if !phrase_may_start(lower) {
+            continue;
+        }
+        let found = EXECUTOR_PHRASES.iter().any(|phrase| {
+            let mut rest = rest.clone();
+            phrase.split(' ').all(|w| {
+                rest.next()
+                    .is_some_and(|r| r.eq_ignore_ascii_case(w.as_bytes()))
+            })
+        });
+        if found {
+            return true;
+        }
+    }
 }
 
 /// True when a tool name (normalised) is a strong executor name.

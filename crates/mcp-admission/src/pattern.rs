@@ -21,40 +21,92 @@ pub(crate) fn matching_key_words(
 
 /// The categorised key words a pattern may match, or `None` when the pattern
 /// cannot be judged exactly (or the `regex` feature is off, or the budget ran out).
+///
+/// The work charged is the same however the answer is found: compilation by
+/// the pattern's length, then one unit per spelling searched.
 #[cfg(feature = "regex")]
 pub(crate) fn matching_key_words(
     engine: &mut Engine<'_>,
     pattern: &str,
 ) -> Option<Vec<&'static str>> {
-    use crate::python_re::PythonPattern;
-
     // Compilation is linear in the pattern (bounded further by the engine's
     // size limit); charge it by length.
     if !engine.charge_work_n(8 + pattern.len() / 4) {
         return None;
     }
-    let compiled = PythonPattern::compile(pattern).ok()?;
-    let spellings = KEY_WORD_SPELLINGS;
-    let mut hits = Vec::with_capacity(spellings.len());
-    let mut out_of_budget = false;
-    compiled.search_all(spellings.iter().map(|(_, s)| *s), |_, hit| {
-        if !engine.charge_work() {
-            out_of_budget = true;
-            return false;
-        }
-        hits.push(hit);
-        true
-    });
-    if out_of_budget {
+    let hits = spelling_hits(pattern)?;
+    // One unit per spelling searched (all of them, or until the meter runs
+    // out, which is the same state as charging them at once).
+    if !engine.charge_work_n(KEY_WORD_SPELLINGS.len()) {
         return None;
     }
     let mut words: Vec<&'static str> = Vec::new();
-    for ((word, _), hit) in spellings.iter().zip(hits) {
-        if hit && !words.contains(word) {
+    for (i, (word, _)) in KEY_WORD_SPELLINGS.iter().enumerate() {
+        if hits & (1u128 << i) != 0 && !words.contains(word) {
             words.push(word);
         }
     }
     Some(words)
+}
+
+/// Bit `i` set when the pattern matches spelling `i` of [`KEY_WORD_SPELLINGS`];
+/// `None` when the pattern cannot be judged exactly. A plain literal is
+/// judged without compiling (no state is kept between verdicts, so nothing
+/// is cached).
+#[cfg(feature = "regex")]
+fn spelling_hits(pattern: &str) -> Option<u128> {
+    const _: () = assert!(KEY_WORD_SPELLINGS.len() <= 128);
+    literal_hits(pattern).or_else(|| compiled_hits(pattern))
+}
+
+/// [`spelling_hits`] by compiling the pattern and searching every spelling.
+#[cfg(feature = "regex")]
+pub(crate) fn compiled_hits(pattern: &str) -> Option<u128> {
+    use crate::python_re::PythonPattern;
+
+    let compiled = PythonPattern::compile(pattern).ok()?;
+    let mut hits = 0u128;
+    let mut i = 0;
+    compiled.search_all(KEY_WORD_SPELLINGS.iter().map(|(_, s)| *s), |_, hit| {
+        hits |= u128::from(hit) << i;
+        i += 1;
+        true
+    });
+    Some(hits)
+}
+
+/// [`spelling_hits`] without compiling, for a pattern that is a plain
+/// literal (ASCII letters, digits, `_` and `-`), optionally anchored by a
+/// leading `^` and a trailing `$`: Python searches it as a substring, a
+/// prefix, a suffix or the whole string (no searched spelling holds a line
+/// break, so `$` is the end). `None` for any other pattern.
+#[cfg(feature = "regex")]
+pub(crate) fn literal_hits(pattern: &str) -> Option<u128> {
+    let (start, rest) = match pattern.strip_prefix('^') {
+        Some(rest) => (true, rest),
+        None => (false, pattern),
+    };
+    let (end, literal) = match rest.strip_suffix('$') {
+        Some(literal) => (true, literal),
+        None => (false, rest),
+    };
+    if !literal
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        return None;
+    }
+    let mut hits = 0u128;
+    for (i, (_, spelling)) in KEY_WORD_SPELLINGS.iter().enumerate() {
+        let hit = match (start, end) {
+            (true, true) => *spelling == literal,
+            (true, false) => spelling.starts_with(literal),
+            (false, true) => spelling.ends_with(literal),
+            (false, false) => spelling.contains(literal),
+        };
+        hits |= u128::from(hit) << i;
+    }
+    Some(hits)
 }
 
 /// Every (key word, spelling) pair searched: each spelling normalises back
@@ -196,7 +248,7 @@ fn spellings(word: &str) -> Vec<String> {
 
 #[cfg(all(test, feature = "regex"))]
 mod tests {
-    use super::{KEY_WORD_SPELLINGS, spellings};
+    use super::{KEY_WORD_SPELLINGS, compiled_hits, literal_hits, spellings};
     use crate::normalize::normalize_key;
     use crate::vocabulary::{
         ARGUMENT_KEYS, COMMAND_KEYS, PAYLOAD_KEYS, PROGRAM_KEYS, SELECTOR_KEYS,
@@ -222,6 +274,44 @@ mod tests {
         assert_eq!(table, expected);
         for (word, spelling) in KEY_WORD_SPELLINGS {
             assert_eq!(normalize_key(spelling), *word, "{spelling}");
+        }
+    }
+
+    #[test]
+    fn literal_patterns_are_judged_as_compiled() {
+        let mut patterns: Vec<String> = Vec::new();
+        for (_, spelling) in KEY_WORD_SPELLINGS {
+            let plain = spelling.replace([' ', '.'], "_");
+            for p in [
+                plain.clone(),
+                plain[1..].to_owned(),
+                plain[..plain.len() - 1].to_owned(),
+            ] {
+                patterns.push(p.clone());
+                patterns.push(format!("^{p}"));
+                patterns.push(format!("{p}$"));
+                patterns.push(format!("^{p}$"));
+            }
+        }
+        patterns.extend(
+            [
+                "", "^", "$", "^$", "x-", "^x-", "-", "_", "^_", "Cmd", "LINE$", "^a-b$", "9",
+            ]
+            .map(str::to_owned),
+        );
+        let mut some_hit = false;
+        let mut some_miss = false;
+        for p in &patterns {
+            let literal = literal_hits(p).expect("a literal pattern");
+            assert_eq!(Some(literal), compiled_hits(p), "{p:?}");
+            some_hit |= literal != 0;
+            some_miss |= literal != (1u128 << KEY_WORD_SPELLINGS.len()) - 1;
+        }
+        assert!(some_hit && some_miss);
+        for p in [
+            "a.b", "^a|b$", "(a)", "[a]", "a*", "a$b", "^^a", "a\\d", "ab$$",
+        ] {
+            assert_eq!(literal_hits(p), None, "{p:?}");
         }
     }
 }

@@ -80,11 +80,13 @@ pub fn property_value_may_be_object_shaped(v: &Value) -> bool {
 
 impl<'a> Engine<'a> {
     fn fail(&self, proof: Proof, cause: InsufficiencyCause) -> ProofResult {
-        Err(Insufficiency {
-            proof,
-            path: self.pointer(),
-            cause,
-        })
+        // A plain verdict reads only which proof failed.
+        let path = if self.detailed {
+            self.pointer()
+        } else {
+            String::new()
+        };
+        Err(Insufficiency { proof, path, cause })
     }
 
     /// The object-boundedness proof, in its binding order.

@@ -40,6 +40,11 @@ impl<'a> Engine<'a> {
 
     /// Records a malformed position (also an unresolvable channel).
     pub(crate) fn malformed(&mut self, what: &str) {
+        self.found.malformed = true;
+        if !self.detailed {
+            self.found.unresolved = true;
+            return;
+        }
         let path = self.pointer();
         if self.malformed.len() < 64 {
             self.malformed.push(Unresolved {
@@ -50,11 +55,25 @@ impl<'a> Engine<'a> {
         self.unresolved(UnresolvedCause::Malformed(what.to_owned()));
     }
 
+    /// Records a free-form map channel at the current location.
+    fn map_channel(&mut self) {
+        self.found.map_channel = true;
+        if self.detailed {
+            let path = self.pointer();
+            self.map_channels.push(path);
+        }
+    }
+
     /// Judges required names that no walked `properties` map declares.
     fn judge_pending_required(&mut self) {
         let pending = std::mem::take(&mut self.pending_required);
+        if pending.is_empty() {
+            return;
+        }
+        self.declared_keys.sort_unstable();
+        self.declared_keys.dedup();
         for (name, governing, path, depth) in pending {
-            if self.declared_keys.contains(name) {
+            if self.declared_keys.binary_search(&name).is_ok() {
                 continue;
             }
             if !self.charge() {
@@ -91,6 +110,8 @@ impl<'a> Engine<'a> {
                 return;
             }
         };
+        // This node's own `properties`, once every key of it is declared.
+        let mut own_declared: Option<&Map<String, Value>> = None;
         for (k, v) in m {
             // Every keyword costs a unit of work, so a node with a million
             // scalar keywords is as bounded as one with a million branches.
@@ -104,15 +125,20 @@ impl<'a> Engine<'a> {
                 "type" => self.check_type_shape(v),
                 "properties" => match v {
                     Value::Object(props) => {
+                        let mut all = true;
                         for (pk, pv) in props {
                             if self.exhausted || !self.charge() {
                                 self.unresolved(UnresolvedCause::NodeBudget);
+                                all = false;
                                 break;
                             }
-                            self.declared_keys.insert(pk);
+                            self.declared_keys.push(pk);
                             self.push(Seg::Key(pk));
                             self.consider_property(pk, pv, depth + 1);
                             self.pop();
+                        }
+                        if all {
+                            own_declared = Some(props);
                         }
                     }
                     _ => self.malformed("properties"),
@@ -132,10 +158,7 @@ impl<'a> Engine<'a> {
                     _ => self.malformed("patternProperties"),
                 },
                 "additionalProperties" => match v {
-                    Value::Bool(true) => {
-                        let path = self.pointer();
-                        self.map_channels.push(path);
-                    }
+                    Value::Bool(true) => self.map_channel(),
                     Value::Bool(false) => {}
                     Value::Object(_) => {
                         // No key names the entries, so an untyped value
@@ -145,8 +168,7 @@ impl<'a> Engine<'a> {
                         if untyped_and_unconstrained(v)
                             || self.value_free_form(true, v, depth + 1).is_some()
                         {
-                            let path = self.pointer();
-                            self.map_channels.push(path);
+                            self.map_channel();
                         }
                         self.walk(v, depth + 1);
                     }
@@ -161,7 +183,7 @@ impl<'a> Engine<'a> {
                     _ => self.walk(v, depth + 1),
                 },
                 "if" | "then" | "else" | "not" => self.walk(v, depth + 1),
-                "required" => self.consider_required(m, v, depth),
+                "required" => self.consider_required(m, v, depth, own_declared),
                 // Entries are walked when a `$ref` reaches them; their shape
                 // is checked here.
                 "$defs" | "definitions" => match v {
@@ -188,7 +210,17 @@ impl<'a> Engine<'a> {
     /// (absent means anything), so it is judged like a declared key once the
     /// walk knows every declared key (a branch that only lists `required`
     /// names declared elsewhere adds nothing).
-    fn consider_required(&mut self, m: &'a Map<String, Value>, required: &'a Value, depth: usize) {
+    ///
+    /// `own_declared` is the node's own `properties` when all its keys are
+    /// declared already: a name among them is skipped here rather than after
+    /// the walk (the same outcome, without saving the location).
+    fn consider_required(
+        &mut self,
+        m: &'a Map<String, Value>,
+        required: &'a Value,
+        depth: usize,
+        own_declared: Option<&Map<String, Value>>,
+    ) {
         static ANY: Value = Value::Bool(true);
         let Value::Array(names) = required else {
             return;
@@ -204,6 +236,9 @@ impl<'a> Engine<'a> {
                 return;
             }
             let Value::String(name) = name else { continue };
+            if own_declared.is_some_and(|props| props.contains_key(name)) {
+                continue;
+            }
             let mut path = self.path.clone();
             path.push(Seg::Key(name));
             self.pending_required
@@ -309,18 +344,24 @@ impl<'a> Engine<'a> {
         }
         // An untyped value under an exec-tainted key is as free-form as one
         // under a categorised key: the key itself names an executor channel.
-        let untyped_counts = categories.any() || is_exec_tainted_key(&normalized);
+        let exec_tainted = is_exec_tainted_key(&normalized);
+        let untyped_counts = categories.any() || exec_tainted;
         if let Some(cause) = self.value_free_form(untyped_counts, v, depth) {
-            let path = self.pointer();
-            self.free_form.push(FreeFormKey {
-                key: key.to_owned(),
-                identifier_like: is_identifier_like_key(&normalized),
-                exec_tainted: is_exec_tainted_key(&normalized),
-                normalized: normalized.into_owned(),
-                path,
-                categories,
-                cause,
-            });
+            let identifier_like = is_identifier_like_key(&normalized);
+            self.found
+                .free_form(&categories, identifier_like, exec_tainted);
+            if self.detailed {
+                let path = self.pointer();
+                self.free_form.push(FreeFormKey {
+                    key: key.to_owned(),
+                    identifier_like,
+                    exec_tainted,
+                    normalized: normalized.into_owned(),
+                    path,
+                    categories,
+                    cause,
+                });
+            }
         }
     }
 

@@ -1,6 +1,8 @@
 //! Property tests: no panic, determinism, bounded work, and deny-preserving rewrites.
 
-use mcp_admission::{Limits, explain_tool_admission, explain_tool_admission_with};
+use mcp_admission::{
+    Limits, explain_tool_admission, explain_tool_admission_with, validate_tool_admission,
+};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -263,6 +265,19 @@ proptest! {
             let a = explain_tool_admission(name, Some(schema), description);
             let b = explain_tool_admission(name, Some(&schema.clone()), description);
             prop_assert_eq!(a, b);
+        }
+    }
+
+    /// `validate_tool_admission` builds no report (no key, path or cause
+    /// strings); its verdict must be the explained one, whatever the input.
+    #[test]
+    fn the_plain_verdict_is_the_explained_one(schema in any_json(), (name, description, structured) in tool(), free_name in ".{0,6}", free_description in proptest::option::of(".{0,30}")) {
+        for schema in [&schema, &structured] {
+            for (name, description) in [(name, description), (free_name.as_str(), free_description.as_deref())] {
+                let explained = explain_tool_admission(name, Some(schema), description).reason;
+                let plain = validate_tool_admission(name, Some(schema), description).err().map(|e| e.reason());
+                prop_assert_eq!(plain, explained);
+            }
         }
     }
 
