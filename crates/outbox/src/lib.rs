@@ -81,7 +81,8 @@ pub use ops::{
     purge_dispatch, purge_dispatches, retention_sweep, revive_dispatches,
 };
 pub use scan::{
-    Backoff, ScanConfig, ScanReport, deliver_due, deliver_due_concurrent, scheduler_actor,
+    Backoff, ScanConfig, ScanReport, deliver_due, deliver_due_concurrent, deliver_ids,
+    scheduler_actor,
 };
 pub use store::OutboxStore;
 pub use template::{Fill, PLACEHOLDERS, Template};

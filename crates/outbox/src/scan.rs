@@ -181,6 +181,53 @@ where
     Ok(scan.report)
 }
 
+/// [`deliver_due`] restricted to the rows named by `ids`: each is read
+/// (its own snapshot), and if it is due it is claimed, sent once and
+/// finished exactly as a due-scan would. Rows not named are never touched,
+/// so a caller that enqueued a few rows can deliver just those and leave
+/// everyone else's to the regular scans. A named row that does not exist
+/// (never enqueued, or purged) counts as `missing`; one that is not due
+/// (a live claim, a backoff still running, a terminal row) is left as is.
+#[tracing::instrument(skip_all, fields(ids = ids.len()))]
+pub fn deliver_ids<S, T, C>(
+    store: &S,
+    transport: &T,
+    clock: &C,
+    config: &ScanConfig,
+    ids: &[String],
+) -> Result<ScanReport, OutboxError>
+where
+    S: OutboxStore,
+    T: Transport + ?Sized,
+    C: Clock + ?Sized,
+{
+    if config.lease.is_zero() {
+        return Err(OutboxError::Config(
+            "the claim lease must be longer than zero".into(),
+        ));
+    }
+    let mut scan = Scan {
+        store,
+        transport,
+        clock,
+        config,
+        actor: config.actor.clone().unwrap_or_else(scheduler_actor),
+        report: ScanReport::default(),
+    };
+    for id in ids {
+        let Some(row) = store.get(id).map_err(OutboxError::store)? else {
+            scan.report.missing += 1;
+            continue;
+        };
+        scan.report.examined += 1;
+        if let Some(f) = scan.one(&row)? {
+            scan.finish(f)?;
+        }
+    }
+    tracing::debug!(report = ?scan.report, "selected-rows scan done");
+    Ok(scan.report)
+}
+
 /// [`deliver_due`] with up to `workers` rows in flight at once, for slow
 /// transports (a spawned program, a network call): each row is still
 /// claimed, sent once and finished in its own transactions, so every rule of

@@ -569,3 +569,42 @@ fn concurrent_and_pipelined_scans_follow_the_sequential_rules() {
             .all(|(s, a, n)| s.is_terminal() && *a as usize == *n)
     );
 }
+
+/// `deliver_ids` acts on the named rows only: a due row it is not given is
+/// neither claimed nor sent, a named row that is not due is left as is, and
+/// a named id that does not exist counts as missing.
+fn deliver_ids_touches_only_the_named_rows<S: OutboxStore>(store: &S) {
+    let clock = clock();
+    let t = Counting::default();
+    let mine = enqueue(store, &clock, dispatch(3, false));
+    let other = enqueue(store, &clock, dispatch(3, false));
+    let mut later = dispatch(3, false);
+    later.not_before = Some(T0 + 60_000_000);
+    let later = enqueue(store, &clock, later);
+    let ids = vec![mine.clone(), later.clone(), "dsp-never-enqueued".to_owned()];
+    let report = outbox::deliver_ids(store, &t, &clock, &config(), &ids).expect("deliver");
+    assert_eq!(
+        (
+            report.examined,
+            report.claimed,
+            report.delivered,
+            report.missing
+        ),
+        (2, 1, 1, 1),
+        "{report:?}"
+    );
+    assert_eq!(row(store, &mine).status, DispatchStatus::Delivered);
+    assert_eq!(t.count(&mine), 1);
+    let untouched = row(store, &other);
+    assert_eq!(
+        (untouched.status, untouched.attempt, t.count(&other)),
+        (DispatchStatus::Pending, 0, 0),
+        "a due row not named is left to the regular scans"
+    );
+    assert_eq!(row(store, &later).attempt, 0, "not due yet: not sent");
+    assert_eq!(store.history(&other).expect("history").len(), 1);
+    // The regular scan still finds the other row.
+    assert_eq!(scan(store, &t, &clock).delivered, 1);
+    assert_eq!(t.count(&other), 1);
+}
+both!(deliver_ids_touches_only_the_named_rows: deliver_ids_memory, deliver_ids_sqlite);
