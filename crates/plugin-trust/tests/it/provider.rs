@@ -7,6 +7,7 @@ use crate::support::Env;
 
 #[test]
 fn a_miss_finds_a_trusted_plugin_provider_by_name_or_alias() {
+    // contract: PRV-038, PRV-039, PRV-042
     let env = Env::new();
     env.kit();
     let registry = env.registry();
@@ -30,6 +31,7 @@ fn a_miss_finds_a_trusted_plugin_provider_by_name_or_alias() {
 
 #[test]
 fn a_plugin_entry_is_dropped_when_its_target_stops_being_trusted() {
+    // contract: PRV-043, PRV-039
     let env = Env::new();
     env.kit();
     let registry = env.registry();
@@ -51,6 +53,62 @@ fn a_plugin_entry_is_dropped_when_its_target_stops_being_trusted() {
     registry.set_enabled("kit", false).expect("disable");
     assert!(fallback.lookup(&registry, "acme-cli").is_none());
     assert!(fallback.remembered().is_empty());
+}
+
+#[test]
+fn provider_modules_load_only_on_a_miss_and_once() {
+    // contract: PRV-040, PRV-041
+    let env = Env::new();
+    env.kit();
+    let registry = env.registry();
+    registry.trust("kit").expect("trust");
+    let fallback = ProviderFallback::new();
+    assert_eq!(registry.discovered_names(), ["kit"]);
+    assert_eq!(
+        registry.provider_modules("kit").expect("declared"),
+        ["providers/acme.yaml"]
+    );
+    assert_eq!(
+        registry.cache_stats().loads,
+        0,
+        "discovery and listing load no provider module"
+    );
+    fallback.lookup(&registry, "acme-cli").expect("found");
+    let first = registry.cache_stats();
+    assert_eq!(first.loads, 1, "the miss loaded the module once");
+    for _ in 0..3 {
+        fallback.lookup(&registry, "acme-cli").expect("remembered");
+        fallback.lookup(&registry, "acme").expect("alias");
+        assert!(
+            fallback
+                .lookup(&registry, "not-a-plugin-provider")
+                .is_none()
+        );
+    }
+    let later = registry.cache_stats();
+    assert_eq!(
+        later.loads, 1,
+        "repeated misses reuse the cached activation"
+    );
+    assert!(later.hits > first.hits, "answered from the cache");
+}
+
+#[test]
+fn no_matching_plugin_falls_back_exactly_as_with_no_plugins() {
+    // contract: PRV-042
+    let bare = Env::new();
+    let with_kit = Env::new();
+    with_kit.kit();
+    let with_kit_registry = with_kit.registry();
+    with_kit_registry.trust("kit").expect("trust");
+    for name in ["openai", "unknown-provider", ""] {
+        assert_eq!(ProviderFallback::new().lookup(&bare.registry(), name), None);
+        assert_eq!(
+            ProviderFallback::new().lookup(&with_kit_registry, name),
+            None,
+            "{name:?}"
+        );
+    }
 }
 
 #[test]
