@@ -3,6 +3,8 @@
 //! Output goes to stdout (a table for people, `--json` for machines); logs
 //! and diagnostics go to stderr (`RUST_LOG` filters them).
 
+#![forbid(unsafe_code)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
