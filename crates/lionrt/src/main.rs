@@ -19,6 +19,7 @@ mod kill;
 mod lifecycle;
 mod maintenance;
 mod mcp;
+mod mcp_forward;
 mod mirror;
 mod monitor;
 mod notify_wiring;

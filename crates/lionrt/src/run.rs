@@ -77,6 +77,8 @@ pub(crate) struct RunArgs {
     agent: crate::runopts::AgentArgs,
     #[command(flatten)]
     notify: crate::notify_wiring::NotifyArgs,
+    #[command(flatten)]
+    mcp: crate::mcp_forward::McpForwardArgs,
 }
 
 /// The built-in demo script: one streamed answer.
@@ -121,6 +123,8 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         format!("lionrt-{}", std::process::id()),
     );
     crate::runopts::apply(db, args.provider, &args.agent, &mut config)?;
+    // Held until the run ends (Claude's owner-only MCP config directory).
+    let _mcp = crate::mcp_forward::admit(args.provider, &args.mcp, &mut config, json)?;
     crate::progress::attach(&mut config, json, &args.live);
     match crate::pg::url(db) {
         Some(url) => execute(Arc::new(crate::pg::open(&url)?), config, notify, json),

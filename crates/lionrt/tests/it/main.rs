@@ -8,6 +8,7 @@ mod e2e_real_cli;
 mod import;
 mod live;
 mod mcp;
+mod mcp_forward;
 mod mirror;
 mod notify;
 mod outbox;

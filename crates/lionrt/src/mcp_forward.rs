@@ -1,0 +1,417 @@
+//! The MCP server set `lionrt run` forwards to a Claude Code or Codex leg,
+//! admitted before the leg starts.
+//!
+//! The config is resolved by `tool_gate::resolve_mcp_config`, the function
+//! `lionrt mcp` (native loading) uses too: `--mcp-config FILE`, then the
+//! workspace's `.lionagi/.mcp.json` and `.mcp.json` only with
+//! `--trust-project`, then `~/.lionagi/.mcp.json` (GATE-017..021). The file
+//! is read once; every server in it is connected with `mcp-pool` (a
+//! cli-supervisor leg), its tools listed and each run through admission.
+//!
+//! - A server whose tools were all admitted is forwarded as written.
+//! - A server with a refused tool: for Claude Code it is forwarded and each
+//!   refused tool is disallowed by flag (`--disallowedTools
+//!   mcp__SERVER__TOOL`); where that rule could not name the tool exactly
+//!   (a name outside `[A-Za-z0-9_-]`, which Claude rewrites), and for Codex
+//!   (no per-tool flag), the server is not forwarded.
+//! - A server that could not be connected or listed is not forwarded.
+//!
+//! The set is forwarded as the whole set: Claude gets `--strict-mcp-config`,
+//! so it does not add the servers it would discover on its own, the
+//! unexamined project `.mcp.json` among them. Codex gets its exclusive
+//! kwarg, but no list of the servers its own `config.toml` declares, so
+//! those are still loaded (they are Codex's configuration, not a set
+//! `lionrt` forwards). No
+//! resolved config: nothing is forwarded and the CLI's own configuration is
+//! left alone. Every refusal is printed before the run (a JSON event line
+//! under `--json`) and recorded on the session as its first message (role
+//! [`NOTE_ROLE`]).
+//!
+//! Reading of an open point: the CLI lists the tools again when it
+//! connects; a server that changes its list in between is not re-examined
+//! here (a tool it adds was never admitted). The disallow rules still hold
+//! by name.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use mcp_pool::{McpPool, PoolConfig, SecurityConfig};
+use providers_core::{AgentRequest, ForwardedMcp, McpServers, Provider};
+use runner::{RunConfig, RunNote};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::run::ProviderName;
+
+/// The role of the session message that records the admission.
+pub(crate) const NOTE_ROLE: &str = "mcp_admission";
+
+/// Why a server that was not listed is refused as a whole.
+const NOT_AUDITED: &str = "server-not-audited";
+
+#[derive(Debug, Args)]
+pub(crate) struct McpForwardArgs {
+    /// The `.mcp.json` whose servers are forwarded to a Claude Code or
+    /// Codex leg once their tools are admitted. Without it:
+    /// WORKSPACE/.lionagi/.mcp.json or WORKSPACE/.mcp.json with
+    /// `--trust-project`, else ~/.lionagi/.mcp.json.
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    mcp_config: Option<PathBuf>,
+    /// Consider the workspace's own `.mcp.json` files for forwarding.
+    #[arg(long = "trust-project")]
+    trust_project: bool,
+    /// Seconds a forwarded server gets to answer `initialize` while its
+    /// tools are admitted.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    mcp_init_timeout: u64,
+}
+
+/// What happened to one refused tool, or to a server refused as a whole.
+#[derive(Debug, Clone, Serialize)]
+struct Refusal {
+    server: String,
+    /// `None`: the whole server (it could not be audited).
+    tool: Option<String>,
+    reason: String,
+    message: String,
+    /// `disallowed` (forwarded, the tool disallowed by flag) or
+    /// `server_not_forwarded`.
+    action: &'static str,
+}
+
+/// A forwarded server and its admitted tools.
+#[derive(Debug, Clone, Serialize)]
+struct Forwarded {
+    server: String,
+    admitted: Vec<String>,
+    disallowed: Vec<String>,
+}
+
+/// The admission of the forwarded set, as printed and recorded.
+#[derive(Debug, Serialize)]
+struct Decision {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    config: String,
+    source: &'static str,
+    forwarded: Vec<Forwarded>,
+    refused: Vec<Refusal>,
+}
+
+/// Held until the run ends: the directory of Claude's owner-only MCP
+/// config, when the forwarded set carries secrets.
+#[derive(Debug, Default)]
+pub(crate) struct Guard {
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn accepts_forwarding(provider: ProviderName) -> bool {
+    matches!(provider, ProviderName::Claude | ProviderName::Codex)
+}
+
+fn label(provider: ProviderName) -> &'static str {
+    match provider {
+        ProviderName::Scripted => "scripted",
+        ProviderName::Claude => "claude",
+        ProviderName::Codex => "codex",
+        ProviderName::Gemini => "gemini",
+        ProviderName::Pi => "pi",
+    }
+}
+
+/// Resolves, admits and forwards the MCP set of a run into `config`
+/// (kwargs and notes), prints the decision, and dry-runs the provider's
+/// invocation again, all before the session starts.
+pub(crate) fn admit(
+    provider: ProviderName,
+    args: &McpForwardArgs,
+    config: &mut RunConfig,
+    json: bool,
+) -> Result<Guard> {
+    for key in ["mcp_servers", "mcp_config"] {
+        if config.kwargs.contains_key(key) {
+            bail!(
+                "--set {key} would forward MCP servers unexamined; put them in a file and pass --mcp-config FILE (their tools are admitted first)"
+            );
+        }
+    }
+    if !accepts_forwarding(provider) {
+        if args.mcp_config.is_some() {
+            bail!(
+                "--mcp-config: the {} provider takes no forwarded MCP servers",
+                label(provider)
+            );
+        }
+        return Ok(Guard::default());
+    }
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let query = tool_gate::McpConfigQuery {
+        // A path on the command line is relative to where it was typed.
+        explicit: args.mcp_config.as_ref().map(|p| cwd.join(p)),
+        project_dir: Some(config.workspace.clone()),
+        trust_project_settings: args.trust_project,
+        home: std::env::var_os("HOME").map(PathBuf::from),
+    };
+    let Some(resolved) =
+        tool_gate::resolve_mcp_config(&query, tool_gate::McpConsumer::CliForwarding)?
+    else {
+        return Ok(Guard::default());
+    };
+    let servers = mcp_pool::read_config_file(&resolved.path)?;
+    let timeout = Duration::from_secs(args.mcp_init_timeout.max(1));
+    let (decision, forwarded) = audit(provider, &resolved, servers, timeout)?;
+    let guard = apply(provider, forwarded, &decision, config)?;
+    dry_run(provider, config).with_context(|| {
+        format!(
+            "the {} request with the forwarded mcp servers is refused",
+            label(provider)
+        )
+    })?;
+    let event = serde_json::to_value(&decision).context("rendering the mcp admission")?;
+    config.notes.push(RunNote {
+        role: NOTE_ROLE.into(),
+        content: event.to_string(),
+    });
+    print(json, &config.session_id, &decision, &event);
+    Ok(guard)
+}
+
+/// Connects to every server of the file, admits its tools and splits the
+/// set into what is forwarded and what is refused.
+fn audit(
+    provider: ProviderName,
+    resolved: &tool_gate::ResolvedMcpConfig,
+    servers: McpServers,
+    init_timeout: Duration,
+) -> Result<(Decision, Map<String, Value>)> {
+    // The file was named explicitly or found under the trust rules, as for
+    // `lionrt mcp audit`: its servers may be started.
+    let mut pool_config = PoolConfig::with_security(SecurityConfig::trusted());
+    pool_config.init_timeout = init_timeout;
+    let pool = McpPool::new(pool_config);
+    for (name, entry) in servers.as_map() {
+        pool.add_server(name, entry.clone());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let listings = runtime.block_on(async {
+        let mut out = Vec::new();
+        for name in servers.keys() {
+            out.push((name.clone(), pool.list_tools(name).await));
+        }
+        pool.shutdown().await;
+        out
+    });
+    let mut decision = Decision {
+        kind: NOTE_ROLE,
+        config: resolved.path.display().to_string(),
+        source: resolved.source.as_str(),
+        forwarded: Vec::new(),
+        refused: Vec::new(),
+    };
+    let mut forwarded = Map::new();
+    for (server, listing) in listings {
+        let listing = match listing {
+            Ok(listing) => listing,
+            Err(error) => {
+                tracing::warn!(%server, %error, "forwarded mcp server not audited");
+                decision.refused.push(Refusal {
+                    server,
+                    tool: None,
+                    reason: NOT_AUDITED.into(),
+                    message: error.to_string(),
+                    action: "server_not_forwarded",
+                });
+                continue;
+            }
+        };
+        let admitted: Vec<String> = listing.admitted.iter().map(|t| t.name.clone()).collect();
+        // Claude names a tool `mcp__SERVER__TOOL` after rewriting characters
+        // outside this set; a rule on the original name could then miss.
+        let by_flag = provider == ProviderName::Claude
+            && is_rule_safe(&server)
+            && listing.denied.iter().all(|d| is_rule_safe(&d.name));
+        let action = if by_flag {
+            "disallowed"
+        } else {
+            "server_not_forwarded"
+        };
+        for denied in &listing.denied {
+            tracing::warn!(
+                %server, tool = %denied.name, reason = denied.reason.code(),
+                action, "forwarded mcp tool refused"
+            );
+            decision.refused.push(Refusal {
+                server: server.clone(),
+                tool: Some(denied.name.clone()),
+                reason: denied.reason.code().to_owned(),
+                message: denied.message.clone(),
+                action,
+            });
+        }
+        if listing.denied.is_empty() || by_flag {
+            if let Some(entry) = servers.get(&server) {
+                forwarded.insert(server.clone(), entry.clone());
+            }
+            decision.forwarded.push(Forwarded {
+                disallowed: listing
+                    .denied
+                    .iter()
+                    .map(|d| format!("mcp__{server}__{}", d.name))
+                    .collect(),
+                server,
+                admitted,
+            });
+        }
+    }
+    Ok((decision, forwarded))
+}
+
+fn is_rule_safe(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Puts the forwarded set, as the whole set, and the disallow rules into
+/// the run's kwargs.
+fn apply(
+    provider: ProviderName,
+    servers: Map<String, Value>,
+    decision: &Decision,
+    config: &mut RunConfig,
+) -> Result<Guard> {
+    let secrets = McpServers::from(servers.clone()).carries_secrets();
+    let forwarded = ForwardedMcp {
+        servers,
+        exclusive: true,
+    };
+    let applied = match provider {
+        ProviderName::Claude => providers_core::apply_forwarded_mcp_servers(
+            &providers_claude::ClaudeProvider::default(),
+            &mut config.kwargs,
+            &forwarded,
+        ),
+        ProviderName::Codex => providers_core::apply_forwarded_mcp_servers(
+            &providers_codex::CodexProvider::default(),
+            &mut config.kwargs,
+            &forwarded,
+        ),
+        _ => false,
+    };
+    if !applied {
+        bail!(
+            "the {} provider takes no forwarded MCP servers",
+            label(provider)
+        );
+    }
+    let mut guard = Guard::default();
+    match provider {
+        ProviderName::Claude => {
+            let rules: Vec<Value> = decision
+                .forwarded
+                .iter()
+                .flat_map(|f| f.disallowed.iter().cloned().map(Value::String))
+                .collect();
+            if !rules.is_empty() {
+                let list = config
+                    .kwargs
+                    .entry("disallowed_tools")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                match list {
+                    Value::Array(items) => items.extend(rules),
+                    _ => bail!("--set disallowed_tools must be a list"),
+                }
+            }
+            if secrets {
+                // Env values and headers never go on argv: Claude reads them
+                // from an owner-only file in a directory of this run's own.
+                let dir = tempfile::Builder::new()
+                    .prefix("lionrt-mcp-")
+                    .tempdir()
+                    .context("creating the directory of the forwarded mcp config")?;
+                config.kwargs.insert(
+                    "mcp_config_dir".into(),
+                    Value::String(dir.path().to_string_lossy().into_owned()),
+                );
+                guard._dir = Some(dir);
+            }
+        }
+        ProviderName::Codex if secrets => {
+            // Codex reads the secrets profile only from its own home.
+            let home = std::env::var_os("CODEX_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".codex")))
+                .context(
+                    "neither CODEX_HOME nor HOME is set: nowhere to put the mcp secrets profile",
+                )?;
+            config.kwargs.insert(
+                "mcp_profile_dir".into(),
+                Value::String(home.to_string_lossy().into_owned()),
+            );
+        }
+        _ => {}
+    }
+    Ok(guard)
+}
+
+fn dry_run(provider: ProviderName, config: &RunConfig) -> Result<()> {
+    let request = AgentRequest {
+        prompt: config.prompt.clone(),
+        model: config.model.clone(),
+        effort: config.effort,
+        workspace: Some(config.workspace.clone()),
+        resume: config.resume.clone(),
+        kwargs: config.kwargs.clone(),
+    };
+    match provider {
+        ProviderName::Claude => {
+            providers_claude::ClaudeProvider::default().invocation(&request)?;
+        }
+        ProviderName::Codex => {
+            providers_codex::CodexProvider::default().invocation(&request)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn print(json: bool, session: &str, decision: &Decision, event: &Value) {
+    if json {
+        crate::out::json(&json!({"session": session, "event": event}));
+        return;
+    }
+    crate::out::line(format!("mcp: {} ({})", decision.config, decision.source));
+    for f in &decision.forwarded {
+        crate::out::line(format!(
+            "mcp: forwarding {} ({} admitted tool(s){})",
+            f.server,
+            f.admitted.len(),
+            if f.disallowed.is_empty() {
+                String::new()
+            } else {
+                format!(", disallowed: {}", f.disallowed.join(" "))
+            }
+        ));
+    }
+    for r in &decision.refused {
+        let what = match &r.tool {
+            Some(tool) => format!("{}/{tool}", r.server),
+            None => r.server.clone(),
+        };
+        let outcome = if r.action == "disallowed" {
+            "disallowed by flag"
+        } else {
+            "server not forwarded"
+        };
+        crate::out::line(format!(
+            "mcp: refused {what} [{}]: {} ({outcome})",
+            r.reason, r.message
+        ));
+    }
+}

@@ -1,0 +1,579 @@
+//! `lionrt run` admits the MCP set it forwards to a Claude Code or Codex
+//! leg: end to end against the fixture MCP servers, with stand-in `claude`
+//! and `codex` programs on `PATH` that record the argv they were given and
+//! replay a recorded stream. And GATE-021: `lionrt mcp ls` (native
+//! loading) and `lionrt run` (CLI forwarding) pick the same config file for
+//! every combination of explicit path, project files, trust flag and home
+//! file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use mcp_test_servers::{BENIGN, locate};
+use serde_json::{Value, json};
+use state_sqlite::{Engine, EngineConfig};
+
+fn fixture(name: &str) -> String {
+    locate(name)
+        .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn stream_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/providers")
+        .join(name)
+}
+
+/// A stand-in agent CLI named `program` in `bin`: writes its argv,
+/// NUL-separated, to `bin/<program>.argv` and prints `stream`.
+fn stand_in(bin: &Path, program: &str, stream: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(bin).expect("mkdir bin");
+    let argv = bin.join(format!("{program}.argv"));
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\0' \"$@\" > '{}'\ncat '{}'\n",
+        argv.display(),
+        stream.display()
+    );
+    let path = bin.join(program);
+    std::fs::write(&path, script).expect("write stand-in");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    argv
+}
+
+fn read_argv(path: &Path) -> Option<Vec<String>> {
+    let bytes = std::fs::read(path).ok()?;
+    Some(
+        bytes
+            .split(|b| *b == 0)
+            .filter(|s| !s.is_empty())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect(),
+    )
+}
+
+/// The values after `flag`, up to the next argument starting with `-`.
+fn flag_values<'a>(argv: &'a [String], flag: &str) -> Vec<&'a str> {
+    let Some(at) = argv.iter().position(|a| a == flag) else {
+        return Vec::new();
+    };
+    argv[at + 1..]
+        .iter()
+        .take_while(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        .collect()
+}
+
+fn path_env(bin: &Path) -> String {
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
+fn lionrt_in(cwd: &Path, home: &Path, bin: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", home)
+        .env("PATH", path_env(bin))
+        .env_remove("LIONRT_DB")
+        .env_remove("CODEX_HOME")
+        .output()
+        .expect("run lionrt")
+}
+
+fn messages(db: &Path, session: &str) -> Vec<(String, String, Value)> {
+    let engine = Engine::open(db, EngineConfig::default()).expect("open db");
+    let conn = engine.conn().expect("conn");
+    let mut stmt = conn
+        .prepare("SELECT id, role, content FROM messages WHERE session_id = ?1 ORDER BY rowid")
+        .expect("prepare");
+    stmt.query_map([session], |r| {
+        let content: String = r.get(2)?;
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            serde_json::from_str(&content).unwrap_or(Value::String(content)),
+        ))
+    })
+    .expect("query")
+    .collect::<Result<_, _>>()
+    .expect("rows")
+}
+
+/// Whether any live process has `tag` in its command line.
+fn tagged_processes(tag: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(tag))
+        })
+        .collect()
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    workspace: PathBuf,
+    home: PathBuf,
+    bin: PathBuf,
+    db: PathBuf,
+    config: PathBuf,
+    tag: String,
+}
+
+/// A workspace, an empty home and an `.mcp.json` naming a benign server,
+/// an executor-shaped one and one that cannot be started.
+fn setup(name: &str) -> Setup {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let (workspace, home, bin) = (root.join("ws"), root.join("home"), root.join("bin"));
+    for d in [&workspace, &home, &bin] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let tag = format!("fwd-{name}-{}", std::process::id());
+    let config = root.join("mcp.json");
+    let servers = json!({"mcpServers": {
+        "benign": {"command": fixture(BENIGN), "args": ["benign", &tag]},
+        "exec": {"command": fixture(BENIGN), "args": ["executor", &tag]},
+        "broken": {"command": root.join("no-such-server").to_string_lossy()},
+    }});
+    std::fs::write(&config, servers.to_string()).expect("write config");
+    Setup {
+        db: root.join("state.db"),
+        _dir: dir,
+        root,
+        workspace,
+        home,
+        bin,
+        config,
+        tag,
+    }
+}
+
+fn run_with(s: &Setup, provider: &str, session: &str) -> Output {
+    lionrt_in(
+        &s.root,
+        &s.home,
+        &s.bin,
+        &[
+            "--json",
+            "--db",
+            &s.db.to_string_lossy(),
+            "run",
+            "--provider",
+            provider,
+            "--session",
+            session,
+            "--workspace",
+            &s.workspace.to_string_lossy(),
+            "--mcp-config",
+            &s.config.to_string_lossy(),
+        ],
+    )
+}
+
+/// The admission event line of a `run --json`.
+fn admission_event(out: &Output) -> Value {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["event"]["type"] == "mcp_admission")
+        .map(|v| v["event"].clone())
+        .unwrap_or_else(|| panic!("no admission event: {out:?}"))
+}
+
+fn refusals(event: &Value) -> Vec<(String, String, String, String)> {
+    event["refused"]
+        .as_array()
+        .expect("refused")
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or("-").to_owned();
+            (s("server"), s("tool"), s("reason"), s("action"))
+        })
+        .collect()
+}
+
+#[test]
+fn claude_gets_the_admitted_set_with_the_refused_tools_disallowed_and_the_session_says_why() {
+    let s = setup("claude");
+    let argv_file = stand_in(
+        &s.bin,
+        "claude",
+        &stream_fixture("claude_stream_json_success.jsonl"),
+    );
+    let out = run_with(&s, "claude", "fc");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(crate::stdout_json(&out)["status"], "completed");
+
+    // What the CLI was given.
+    let argv = read_argv(&argv_file).expect("the stand-in ran");
+    let config = flag_values(&argv, "--mcp-config");
+    assert_eq!(config.len(), 1, "{argv:?}");
+    let forwarded: Value = serde_json::from_str(config[0]).expect("inline mcp config");
+    let names: Vec<&String> = forwarded["mcpServers"]
+        .as_object()
+        .expect("mcpServers")
+        .keys()
+        .collect();
+    assert_eq!(names, ["benign", "exec"], "the unaudited server is dropped");
+    assert_eq!(
+        forwarded["mcpServers"]["exec"]["args"][0], "executor",
+        "forwarded as written"
+    );
+    assert!(argv.iter().any(|a| a == "--strict-mcp-config"), "{argv:?}");
+    let mut disallowed = flag_values(&argv, "--disallowedTools");
+    disallowed.sort_unstable();
+    assert_eq!(disallowed, ["mcp__exec__bash", "mcp__exec__run_script"]);
+
+    // What the run printed.
+    let event = admission_event(&out);
+    assert_eq!(event["source"], "explicit");
+    let refused = refusals(&event);
+    let want = |server: &str, tool: &str, reason: &str, action: &str| {
+        (
+            server.to_owned(),
+            tool.to_owned(),
+            reason.to_owned(),
+            action.to_owned(),
+        )
+    };
+    assert!(refused.contains(&want(
+        "exec",
+        "bash",
+        "unbounded-command-input",
+        "disallowed"
+    )));
+    assert!(refused.contains(&want(
+        "exec",
+        "run_script",
+        "unbounded-script-payload",
+        "disallowed"
+    )));
+    assert!(refused.contains(&want(
+        "broken",
+        "-",
+        "server-not-audited",
+        "server_not_forwarded"
+    )));
+    assert_eq!(refused.len(), 3, "{refused:?}");
+
+    // What the session records: the decision, before the leg's output.
+    let rows = messages(&s.db, "fc");
+    assert_eq!(rows[0].0, "fc:note:0");
+    assert_eq!(rows[0].1, "mcp_admission");
+    assert_eq!(rows[0].2, event);
+    assert!(rows.len() > 1, "the leg's messages follow");
+
+    // Admission left no server running.
+    assert_eq!(tagged_processes(&s.tag), Vec::<i32>::new());
+}
+
+#[test]
+fn codex_is_not_given_a_server_with_a_refused_tool() {
+    let s = setup("codex");
+    let argv_file = stand_in(
+        &s.bin,
+        "codex",
+        &stream_fixture("codex_exec_json_success.jsonl"),
+    );
+    let out = run_with(&s, "codex", "fx");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let argv = read_argv(&argv_file).expect("the stand-in ran");
+    let overrides: Vec<&String> = argv
+        .iter()
+        .filter(|a| a.starts_with("mcp_servers."))
+        .collect();
+    assert!(
+        overrides
+            .iter()
+            .any(|a| a.starts_with("mcp_servers.benign.command=")),
+        "{argv:?}"
+    );
+    assert!(
+        !overrides
+            .iter()
+            .any(|a| a.starts_with("mcp_servers.exec.") || a.starts_with("mcp_servers.broken.")),
+        "{argv:?}"
+    );
+    let refused = refusals(&admission_event(&out));
+    assert!(refused.contains(&(
+        "exec".into(),
+        "bash".into(),
+        "unbounded-command-input".into(),
+        "server_not_forwarded".into()
+    )));
+    let rows = messages(&s.db, "fx");
+    assert_eq!(rows[0].1, "mcp_admission");
+    assert!(
+        rows[0].2["forwarded"][0]["server"] == "benign",
+        "{:?}",
+        rows[0]
+    );
+    assert_eq!(tagged_processes(&s.tag), Vec::<i32>::new());
+}
+
+#[test]
+fn a_forwarded_set_outside_admission_is_refused_before_any_session() {
+    let s = setup("bypass");
+    stand_in(
+        &s.bin,
+        "claude",
+        &stream_fixture("claude_stream_json_success.jsonl"),
+    );
+    let db = s.db.to_string_lossy().into_owned();
+    let bypass = lionrt_in(
+        &s.root,
+        &s.home,
+        &s.bin,
+        &[
+            "--db",
+            &db,
+            "run",
+            "--provider",
+            "claude",
+            "--set",
+            r#"mcp_servers={"x":{"command":"sh"}}"#,
+        ],
+    );
+    assert_eq!(bypass.status.code(), Some(1), "{bypass:?}");
+    assert!(String::from_utf8_lossy(&bypass.stderr).contains("--mcp-config"));
+    let scripted = lionrt_in(
+        &s.root,
+        &s.home,
+        &s.bin,
+        &[
+            "--db",
+            &db,
+            "run",
+            "--mcp-config",
+            &s.config.to_string_lossy(),
+        ],
+    );
+    assert_eq!(scripted.status.code(), Some(1), "{scripted:?}");
+    assert!(String::from_utf8_lossy(&scripted.stderr).contains("no forwarded MCP servers"));
+    assert_eq!(sessions(&s.db), 0, "refused before any session");
+}
+
+fn sessions(db: &Path) -> i64 {
+    if !db.exists() {
+        return 0;
+    }
+    let engine = Engine::open(db, EngineConfig::default()).expect("open db");
+    let conn = engine.conn().expect("conn");
+    conn.query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+        .expect("count")
+}
+
+/// Which config file an entry point picked, named by the one server each
+/// candidate file declares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Picked {
+    File(String),
+    Nothing,
+    ConfigError,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Explicit {
+    Absent,
+    Absolute,
+    Relative,
+    Missing,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Case {
+    explicit: Explicit,
+    project_lionagi: bool,
+    project: bool,
+    trust: bool,
+    home: bool,
+}
+
+struct Tree {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+    home: PathBuf,
+    bin: PathBuf,
+    db: PathBuf,
+    argv: PathBuf,
+    explicit: Option<String>,
+}
+
+fn write_candidate(path: &Path, server: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    let doc = json!({"mcpServers": {server: {"command": fixture(BENIGN), "args": ["benign"]}}});
+    std::fs::write(path, doc.to_string()).expect("write candidate");
+}
+
+fn tree(case: Case) -> Tree {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_path_buf();
+    let (project, home, bin) = (root.join("project"), root.join("home"), root.join("bin"));
+    for d in [&project, &home] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    write_candidate(&root.join("explicit.json"), "from_explicit");
+    if case.project_lionagi {
+        write_candidate(&project.join(".lionagi/.mcp.json"), "from_project_lionagi");
+    }
+    if case.project {
+        write_candidate(&project.join(".mcp.json"), "from_project");
+    }
+    if case.home {
+        write_candidate(&home.join(".lionagi/.mcp.json"), "from_home");
+    }
+    let explicit = match case.explicit {
+        Explicit::Absent => None,
+        Explicit::Absolute => Some(root.join("explicit.json").to_string_lossy().into_owned()),
+        Explicit::Relative => Some("../explicit.json".to_owned()),
+        Explicit::Missing => Some(root.join("missing.json").to_string_lossy().into_owned()),
+    };
+    let argv = stand_in(
+        &bin,
+        "claude",
+        &stream_fixture("claude_stream_json_success.jsonl"),
+    );
+    Tree {
+        db: root.join("state.db"),
+        _dir: dir,
+        project,
+        home,
+        bin,
+        argv,
+        explicit,
+    }
+}
+
+fn config_flags<'a>(t: &'a Tree, case: Case, flag: &'static str) -> Vec<&'a str> {
+    let mut args = Vec::new();
+    if let Some(e) = &t.explicit {
+        args.extend([flag, e.as_str()]);
+    }
+    if case.trust {
+        args.push("--trust-project");
+    }
+    args
+}
+
+/// Native loading: `lionrt mcp ls --json` in the project.
+fn native(t: &Tree, case: Case) -> Picked {
+    let db = t.db.to_string_lossy();
+    let mut args = vec!["--json", "--db", &db, "mcp", "ls"];
+    args.extend(config_flags(t, case, "--config"));
+    let out = lionrt_in(&t.project, &t.home, &t.bin, &args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(0) {
+        let rows = crate::stdout_json(&out);
+        let names: Vec<String> = rows
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["server"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(names.len(), 1, "{rows}");
+        Picked::File(names[0].clone())
+    } else if stderr.contains("no mcp config found") {
+        Picked::Nothing
+    } else if stderr.contains("mcp_config_path") {
+        Picked::ConfigError
+    } else {
+        panic!("native loading failed otherwise: {out:?}")
+    }
+}
+
+/// CLI forwarding: `lionrt run --provider claude` in the project, read
+/// from the argv the stand-in `claude` received.
+fn forwarding(t: &Tree, case: Case) -> Picked {
+    let db = t.db.to_string_lossy();
+    let ws = t.project.to_string_lossy();
+    let mut args = vec![
+        "--json",
+        "--db",
+        &db,
+        "run",
+        "--provider",
+        "claude",
+        "--workspace",
+        &ws,
+    ];
+    args.extend(config_flags(t, case, "--mcp-config"));
+    let _ = std::fs::remove_file(&t.argv);
+    let out = lionrt_in(&t.project, &t.home, &t.bin, &args);
+    if out.status.code() != Some(0) {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("mcp_config_path"), "{out:?}");
+        assert!(read_argv(&t.argv).is_none(), "no leg after a config error");
+        return Picked::ConfigError;
+    }
+    let argv = read_argv(&t.argv).expect("the stand-in ran");
+    let config = flag_values(&argv, "--mcp-config");
+    match config.as_slice() {
+        [] => Picked::Nothing,
+        [inline] => {
+            let doc: Value = serde_json::from_str(inline).expect("inline config");
+            let names: Vec<&String> = doc["mcpServers"]
+                .as_object()
+                .expect("servers")
+                .keys()
+                .collect();
+            assert_eq!(names.len(), 1, "{doc}");
+            Picked::File(names[0].clone())
+        }
+        more => panic!("--mcp-config given {} times", more.len()),
+    }
+}
+
+#[test]
+fn native_loading_and_cli_forwarding_pick_the_same_file() {
+    // contract: GATE-021
+    let mut cases = Vec::new();
+    for bits in 0..16u8 {
+        let flag = |n: u8| bits & (1 << n) != 0;
+        cases.push(Case {
+            explicit: Explicit::Absent,
+            project_lionagi: flag(0),
+            project: flag(1),
+            trust: flag(2),
+            home: flag(3),
+        });
+    }
+    for explicit in [Explicit::Absolute, Explicit::Relative, Explicit::Missing] {
+        for (all, trust) in [(true, true), (true, false), (false, true), (false, false)] {
+            cases.push(Case {
+                explicit,
+                project_lionagi: all,
+                project: all,
+                trust,
+                home: all,
+            });
+        }
+    }
+    let mut seen = Vec::new();
+    for case in cases {
+        let t = tree(case);
+        let native = native(&t, case);
+        let forwarded = forwarding(&t, case);
+        assert_eq!(native, forwarded, "{case:?}");
+        if !seen.contains(&native) {
+            seen.push(native);
+        }
+    }
+    // The table reaches every outcome (so agreement is not vacuous).
+    for want in [
+        "from_explicit",
+        "from_project_lionagi",
+        "from_project",
+        "from_home",
+    ] {
+        assert!(seen.contains(&Picked::File(want.into())), "{seen:?}");
+    }
+    assert!(seen.contains(&Picked::Nothing) && seen.contains(&Picked::ConfigError));
+}
