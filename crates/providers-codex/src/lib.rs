@@ -3,7 +3,10 @@
 //! - The workspace is conveyed only by `-C`; the child gets no cwd
 //!   override, so codex never resolves a bogus `repo/repo`.
 //! - Effort is clamped to the model's ceiling ([`clamp_codex_effort`], the
-//!   provider's `clamp_effort`) and passed as a `-c` override.
+//!   provider's `clamp_effort`) and passed as a `-c` override. Reading of
+//!   the spec's open point (CONTRACTS.md, Ambiguities B.7): a model matches
+//!   exactly after stripping a `provider/` prefix and a `-YYYY-MM-DD`
+//!   suffix; `ultra` on gpt-5.6-luna clamps to `max`.
 //! - A forwarded MCP set becomes `-c mcp_servers.<name>.<field>=...`
 //!   overrides ([`codex_mcp_overrides`]); each server's `env` and
 //!   `http_headers` go to an owner-only profile file
