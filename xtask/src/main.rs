@@ -6,8 +6,11 @@
 //! - `unicode-tables [--check]`: regenerate mcp-admission's Unicode tables
 //!   from the UCD files in `fixtures/admission/ucd-14.0.0` (a test of this
 //!   crate fails when the committed tables drift from them).
-//! - `fixtures [real-cli|lionagi]`: re-record the fixtures made with
+//! - `fixtures [--check] [SET...]`: regenerate the generated fixtures from
+//!   their sources: the Unicode tables (offline), and the recordings of
 //!   third-party programs (the real agent CLIs, the original lionagi).
+//!   `--check` regenerates the offline sets into a scratch directory and
+//!   fails on any byte of drift (a test of this crate does the same).
 //! - `ci`: what CI runs, defined once (`.ci/run` calls it after installing
 //!   system packages): `cargo fmt --check`, clippy with `-D warnings` on
 //!   every target (and on mcp-admission's `regex` feature), then the test
@@ -31,9 +34,11 @@ tasks:
   tidy                repository rules (file headers, dependency invariants)
   unicode-tables      regenerate mcp-admission's Unicode tables from the UCD
                       (fixtures/admission/ucd-14.0.0); --check fails on drift
-  fixtures [SET]      re-record fixtures from third-party programs: real-cli
-                      (Claude Code and Codex from npm, loopback-only
-                      namespace), lionagi (the original's state.db)
+  fixtures [SET...]   regenerate generated fixtures: unicode-tables (offline),
+                      real-cli (Claude Code and Codex from npm, loopback-only
+                      namespace), lionagi (the original's state.db, pip);
+                      --check regenerates the offline sets into a scratch
+                      directory and fails on drift
   ci                  fmt check, clippy -D warnings, tests (what .ci/run does)";
 
 fn main() -> ExitCode {

@@ -235,21 +235,8 @@ mod tests {
     use super::{TABLES_FILE, UCD_DIR, generate};
     use crate::workspace_root;
 
-    // The committed tables are exactly what the UCD files give: a change to
-    // either without the other fails here.
-    #[test]
-    fn the_committed_tables_match_the_ucd() {
-        let root = workspace_root();
-        let generated = generate(&root.join(UCD_DIR)).expect("generate");
-        let committed = std::fs::read_to_string(root.join(TABLES_FILE)).expect("committed tables");
-        assert!(
-            generated == committed,
-            "{TABLES_FILE} drifted from {UCD_DIR}: run cargo xtask unicode-tables"
-        );
-    }
-
-    // A changed data file gives different tables, so the drift test above
-    // can fail.
+    // A changed data file gives different tables, so the drift test
+    // (`fixtures::tests`) can fail.
     #[test]
     fn a_changed_ucd_file_changes_the_tables() {
         let root = workspace_root();
