@@ -335,12 +335,23 @@ impl OutboxStore for PgOutbox {
                             .map_err(|_| malformed(&mv.id, "attempt"))?,
                     )))
                 };
+            // A claim skips a row another host holds (that host is
+            // mid-move: the loser does not wait). Every other move is made
+            // by the claim's holder (the send's result), an operator or a
+            // consumer: it waits for the row, as on SQLite, and the CAS on
+            // the attempt decides. Skipping there would leave a sent row in
+            // `delivering` whenever a rival scan merely looked at it, to be
+            // sent again when the lease ran out.
+            let lock = if mv.to == DispatchStatus::Delivering {
+                Lock::SkipLocked
+            } else {
+                Lock::Update
+            };
             let row = self
                 .store
-                .read_row(tx, &policy, &mv.id, &["attempt"], Lock::SkipLocked)?;
+                .read_row(tx, &policy, &mv.id, &["attempt"], lock)?;
             let Some(row) = row else {
-                // Locked by another host (it is mid-move: the loser does not
-                // wait) or gone.
+                // Locked by another host (a claim does not wait) or gone.
                 return Ok(Step::Rollback(match current(tx)? {
                     Some((current, attempt)) => MoveOutcome::Conflict { current, attempt },
                     None => MoveOutcome::NotFound,

@@ -266,3 +266,91 @@ fn four_hosts_race_on_one_outbox_and_killed_workers_lose_nothing() {
         .get(0);
     assert_eq!(first, 0, "the dead claim never sent");
 }
+
+fn claim_move(id: &str) -> DispatchMove {
+    DispatchMove {
+        id: id.into(),
+        from: DispatchStatus::Pending,
+        to: DispatchStatus::Delivering,
+        expected_attempt: 0,
+        patch: DispatchPatch {
+            attempt: Some(1),
+            next_attempt_at: Some(Some(now_micros() + 60_000_000)),
+            last_error: None,
+        },
+        reason: Reason::new(DispatchReasons::DELIVERING_ATTEMPT),
+        actor: Actor::new(ActorType::Scheduler, "holder"),
+        expires_at: None,
+    }
+}
+
+#[test]
+fn a_sent_row_is_finished_even_while_a_rival_scan_holds_its_lock() {
+    let Some(url) = server("finish_lock") else {
+        return;
+    };
+    let schema = Schema::new(&url, "finish_lock");
+    let outbox = schema.outbox();
+    let id = outbox::enqueue_dispatch(
+        &outbox,
+        &SystemClock,
+        &NewDispatch::new("p"),
+        &Actor::new(ActorType::Operator, "t"),
+    )
+    .expect("enqueue")
+    .id;
+    assert!(matches!(
+        outbox.apply(&claim_move(&id)).expect("claim"),
+        outbox::MoveOutcome::Applied { .. }
+    ));
+    // A rival scan's claim transaction holds the row (it is about to lose
+    // the attempt CAS)...
+    let mut rival = schema.client();
+    let mut rival_tx = rival.transaction().expect("rival tx");
+    rival_tx
+        .query(
+            "SELECT id FROM dispatch_outbox WHERE id = $1 FOR UPDATE",
+            &[&id],
+        )
+        .expect("rival lock");
+    // ...when the holder records its successful send.
+    let finish = DispatchMove {
+        from: DispatchStatus::Delivering,
+        to: DispatchStatus::Delivered,
+        expected_attempt: 1,
+        patch: DispatchPatch::default(),
+        reason: Reason::new(DispatchReasons::DELIVERED_TRANSPORT_OK),
+        ..claim_move(&id)
+    };
+    let holder = outbox.clone();
+    let done = std::thread::spawn(move || holder.apply(&finish));
+    // The finish waits for the row (polled: it shows as a lock wait).
+    let mut watcher = schema.client();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let waiting: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+                 AND query LIKE '%dispatch_outbox%FOR UPDATE%'",
+                &[],
+            )
+            .expect("activity")
+            .get(0);
+        if waiting > 0 || done.is_finished() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the finish never reached the row"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rival_tx.rollback().expect("rival gives up");
+    let out = done.join().expect("finish thread").expect("finish");
+    assert!(
+        matches!(out, outbox::MoveOutcome::Applied { .. }),
+        "the sent row is finished, not left delivering: {out:?}"
+    );
+    let row = outbox.get(&id).expect("get").expect("row");
+    assert_eq!(row.status, DispatchStatus::Delivered);
+}
