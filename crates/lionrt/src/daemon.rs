@@ -1,16 +1,22 @@
-//! `lionrt daemon`: the scheduler's tick loop over one state file.
+//! `lionrt daemon`: the scheduler's tick loop over one database — a SQLite
+//! state file, or a PostgreSQL database (`--db postgres://…`) that daemons on
+//! many hosts may share.
 //!
-//! Start: take the tick lock (`<db>.scheduler.lock`: a second daemon on the
-//! same database exits with an error), run the runner's orphan sweep
+//! Start: take the tick lock (SQLite: `<db>.scheduler.lock`; PostgreSQL: the
+//! schema's advisory lock, checked again before every tick) so a second
+//! daemon on the same database exits with an error, run the runner's orphan
+//! sweep
 //! (sessions of a killed daemon end `failed`, their legs' groups are
 //! signalled under the evidence rule), then the scheduler's preamble once
 //! (runs of the dead daemon end as their sessions did; missed fires are
 //! recorded). Then a tick every `--interval` seconds: due schedules fire as
 //! runs (scripted legs are this binary's `__scripted-leg`), overlaps are
 //! recorded skipped, and with `--outbox` / `--mirror` the outbox due-scan
-//! and a mirror pass run on the tick. SIGTERM or SIGINT: graceful shutdown
+//! and a mirror pass run on the tick, each on a thread of its own (a slow
+//! pass never delays a fire). SIGTERM or SIGINT: graceful shutdown
 //! — running legs end through the supervisor, their sessions record
-//! `cancelled`, and the daemon exits 0.
+//! `cancelled`, and the daemon exits 0. The connection string is only ever
+//! shown redacted.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -20,13 +26,14 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use cli_supervisor::{OsSignaller, ProcTable};
-use lifecycle_core::{Actor, ActorType};
+use lifecycle_core::{Actor, ActorType, SessionRecorder};
 use runner::{LegProgram, Processes};
 use scheduler::{
-    RunnerLauncher, Scheduler, SchedulerConfig, Schedules, SystemClock, TickHook, TickLock,
-    TickReport,
+    Launcher, PgSchedules, RunnerLauncher, ScheduleStore, Scheduler, SchedulerConfig, Schedules,
+    SystemClock, TickHook, TickLock, TickReport,
 };
 use serde_json::json;
+use state_postgres::{PgOutbox, PgStore};
 use state_sqlite::{Engine, EngineConfig, SqliteOutbox, Store};
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -50,14 +57,42 @@ pub(crate) struct DaemonArgs {
     ticks: Option<u64>,
 }
 
-/// The launcher of this binary: `runner::run` on the state file, scripted
-/// legs replayed by `lionrt __scripted-leg`.
-pub(crate) fn launcher(db: &Path) -> Result<RunnerLauncher> {
-    let engine = Engine::create(db, EngineConfig::default())
-        .with_context(|| format!("opening {}", db.display()))?;
+/// The store `--db` names: a SQLite state file (created if missing) or a
+/// PostgreSQL database (its schema migrated).
+pub(crate) enum Backend {
+    /// The state file.
+    Sqlite(Store),
+    /// The PostgreSQL store.
+    Pg(Box<PgStore>),
+}
+
+impl Backend {
+    /// Opens the store `db` names.
+    pub(crate) fn open(db: &Path) -> Result<Self> {
+        if let Some(url) = crate::pg::url(db) {
+            return Ok(Backend::Pg(Box::new(crate::pg::open(&url)?)));
+        }
+        crate::dbpath::ensure_parent(db)?;
+        let engine = Engine::create(db, EngineConfig::default())
+            .with_context(|| format!("opening {}", db.display()))?;
+        Ok(Backend::Sqlite(Store::new(engine)))
+    }
+
+    /// Its schedule tables, changed by `actor`.
+    pub(crate) fn schedules(&self, actor: Actor) -> Arc<dyn ScheduleStore> {
+        match self {
+            Backend::Sqlite(s) => Arc::new(Schedules::new(s.clone(), actor)),
+            Backend::Pg(p) => Arc::new(PgSchedules::new((**p).clone(), actor)),
+        }
+    }
+}
+
+/// The launcher of this binary: `runner::run` recording on `store`,
+/// scripted legs replayed by `lionrt __scripted-leg`.
+pub(crate) fn launcher<R>(store: R) -> Result<RunnerLauncher<R>> {
     let program = std::env::current_exe().context("locating the lionrt binary")?;
     Ok(RunnerLauncher::new(
-        Arc::new(Store::new(engine)),
+        Arc::new(store),
         LegProgram {
             program,
             args: vec!["__scripted-leg".into()],
@@ -82,13 +117,13 @@ pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
     })
 }
 
-struct OutboxHook {
-    store: SqliteOutbox,
+struct OutboxHook<S> {
+    store: S,
     transport: ::outbox::ExecTransport,
     config: ::outbox::ScanConfig,
 }
 
-impl TickHook for OutboxHook {
+impl<S: ::outbox::OutboxStore + Send> TickHook for OutboxHook<S> {
     fn name(&self) -> &str {
         "outbox"
     }
@@ -152,34 +187,108 @@ fn print_tick(json: bool, r: &TickReport) {
     }
 }
 
-pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
-    if crate::pg::url(db).is_some() {
-        bail!("`lionrt daemon` does not take a PostgreSQL --db yet");
+/// The held tick lock.
+enum Held {
+    /// The lock file next to the state file.
+    File(#[allow(dead_code, reason = "held until dropped")] TickLock),
+    /// The schema's advisory lock, on a connection of its own.
+    Advisory(Box<state_postgres::TickLock>),
+}
+
+impl Held {
+    /// Whether this daemon still holds the lock. An advisory lock is lost
+    /// with its connection (then another daemon may hold it): asked on a
+    /// helper thread, as the driver may not block on the runtime's.
+    fn still_held(&mut self) -> bool {
+        match self {
+            Held::File(_) => true,
+            Held::Advisory(lock) => {
+                std::thread::scope(|s| s.spawn(|| lock.is_held()).join().unwrap_or(false))
+            }
+        }
     }
+}
+
+pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
     if !(args.interval.is_finite() && args.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
-    crate::dbpath::ensure_parent(db)?;
-    let engine = Engine::create(db, EngineConfig::default())
-        .with_context(|| format!("opening {}", db.display()))?;
-    let _lock = TickLock::acquire(db)?;
-    let store = Store::new(engine.clone());
+    let actor = Actor::new(ActorType::Scheduler, "lionrt-daemon");
+    let backend = Backend::open(db)?;
+    let schedules = backend.schedules(actor);
+    let mut hooks: Vec<Box<dyn TickHook>> = Vec::new();
+    match backend {
+        Backend::Sqlite(store) => {
+            let lock = Held::File(TickLock::acquire(db)?);
+            if args.outbox {
+                hooks.push(outbox_hook(SqliteOutbox::new(store.clone())));
+            }
+            if args.mirror {
+                hooks.push(Box::new(mirror_hook(store.engine())?));
+            }
+            serve(json, &args, lock, store, schedules, hooks)
+        }
+        Backend::Pg(store) => {
+            let store = *store;
+            if args.mirror {
+                bail!(
+                    "--mirror needs a SQLite --db: the transcript mirror does not write to PostgreSQL yet"
+                );
+            }
+            let lock = PgSchedules::new(store.clone(), scheduler::scheduler_actor()).tick_lock()?;
+            if args.outbox {
+                hooks.push(outbox_hook(PgOutbox::new(store.clone())));
+            }
+            serve(
+                json,
+                &args,
+                Held::Advisory(Box::new(lock)),
+                store,
+                schedules,
+                hooks,
+            )
+        }
+    }
+}
+
+fn outbox_hook<S: ::outbox::OutboxStore + Send + 'static>(store: S) -> Box<dyn TickHook> {
+    Box::new(OutboxHook {
+        store,
+        transport: ::outbox::ExecTransport::default(),
+        config: ::outbox::ScanConfig::default(),
+    })
+}
+
+/// The daemon on one store, its lock held: the orphan sweep, the preamble,
+/// then the ticks until SIGTERM/SIGINT (or `--ticks`).
+fn serve<R>(
+    json: bool,
+    args: &DaemonArgs,
+    mut lock: Held,
+    store: R,
+    schedules: Arc<dyn ScheduleStore>,
+    hooks: Vec<Box<dyn TickHook>>,
+) -> Result<ExitCode>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+    RunnerLauncher<R>: Launcher,
+{
     let procs = Processes {
         table: &ProcTable,
         signaller: &OsSignaller,
     };
     let swept = runner::sweep_orphans(&store, &procs, &crate::run::sweep_actor(), false)
         .context("the orphan sweep failed")?;
-    let schedules = Arc::new(Schedules::new(
-        store,
-        Actor::new(ActorType::Scheduler, "lionrt-daemon"),
-    ));
     let interval = Duration::from_secs_f64(args.interval);
     let config = SchedulerConfig {
         missed_tolerance: i64::try_from(interval.as_micros()).unwrap_or(i64::MAX),
         ..SchedulerConfig::default()
     };
-    let launcher = Arc::new(launcher(db)?);
+    let launcher = Arc::new(launcher(store)?);
+    // Held past the runtime: the store's pool must not be dropped on the
+    // runtime's thread (the PostgreSQL driver closes its connections with
+    // a `block_on` of its own, which panics there).
+    let keep = Arc::clone(&launcher);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -188,15 +297,8 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
         // Installed before anything is spawned.
         let mut stop = std::pin::pin!(stop_signal()?);
         let (mut sched, pre) = Scheduler::start(schedules, SystemClock, launcher, config)?;
-        if args.outbox {
-            sched.add_hook(Box::new(OutboxHook {
-                store: SqliteOutbox::new(Store::new(engine.clone())),
-                transport: ::outbox::ExecTransport::default(),
-                config: ::outbox::ScanConfig::default(),
-            }));
-        }
-        if args.mirror {
-            sched.add_hook(Box::new(mirror_hook(&engine)?));
+        for hook in hooks {
+            sched.add_hook(hook);
         }
         if json {
             out::json(&json!({"started": {"pid": std::process::id(), "orphans_swept": swept.orphans.len(), "preamble": pre}}));
@@ -212,6 +314,11 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
         }
         let mut ticks = 0u64;
         loop {
+            if !lock.still_held() {
+                // Another daemon may tick now: stop ticking, end our runs.
+                sched.shutdown().await;
+                bail!("lost the advisory tick lock (the connection holding it ended); stopped");
+            }
             match sched.tick() {
                 Ok(r) => print_tick(json, &r),
                 Err(e) => out::error(&anyhow::Error::from(e).context("tick failed")),
@@ -219,6 +326,14 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
             ticks += 1;
             if args.ticks.is_some_and(|n| ticks >= n) {
                 sched.wait_idle().await;
+                let errors = sched.wait_hooks().await;
+                print_tick(
+                    json,
+                    &TickReport {
+                        hook_errors: errors,
+                        ..TickReport::default()
+                    },
+                );
                 break;
             }
             tokio::select! {
@@ -237,5 +352,8 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
         }
         anyhow::Ok(())
     })?;
+    drop(runtime);
+    drop(keep);
+    drop(lock);
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! `lionrt schedule`: define schedules (create, ls, show, enable, disable,
 //! delete), fire one by hand (trigger), read their runs, and check or apply
-//! a declarative set (validate, apply: one transaction).
+//! a declarative set (validate, apply: one transaction). `--db` names a
+//! SQLite state file or a PostgreSQL database (`postgres://…`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,12 +11,13 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use lifecycle_core::{Actor, ActorType};
 use scheduler::{
-    MissedFire, RunRequest, Schedule, ScheduleRun, ScheduleSpec, Scheduler, Schedules, SystemClock,
-    Trigger, parse_set,
+    Launcher, MissedFire, RunRequest, Schedule, ScheduleRun, ScheduleSpec, ScheduleStore,
+    Scheduler, SystemClock, Trigger, parse_set,
 };
 use serde_json::json;
-use state_sqlite::{Engine, EngineConfig, Store, now_micros};
+use state_sqlite::now_micros;
 
+use crate::daemon::Backend;
 use crate::out;
 
 #[derive(Debug, Subcommand)]
@@ -90,7 +92,8 @@ pub(crate) struct CreateArgs {
     /// A cron expression: 5 fields, or 6 with leading seconds.
     #[arg(long, group = "trigger", required_unless_present_any = ["every", "at"])]
     cron: Option<String>,
-    /// The cron expression's zone: UTC or an offset such as +02:00.
+    /// The cron expression's zone: UTC, an offset such as +02:00, or an
+    /// IANA name such as Europe/Berlin (daylight saving time followed).
     #[arg(long, default_value = "UTC", requires = "cron")]
     tz: String,
     /// Every this many seconds.
@@ -130,16 +133,6 @@ pub(crate) struct CreateArgs {
 
 fn operator() -> Actor {
     Actor::new(ActorType::Operator, "lionrt")
-}
-
-fn open(db: &Path) -> Result<Schedules> {
-    if crate::pg::url(db).is_some() {
-        bail!("`lionrt schedule` does not take a PostgreSQL --db yet");
-    }
-    crate::dbpath::ensure_parent(db)?;
-    let engine = Engine::create(db, EngineConfig::default())
-        .with_context(|| format!("opening {}", db.display()))?;
-    Ok(Schedules::new(Store::new(engine), operator()))
 }
 
 fn spec_of(args: CreateArgs) -> Result<ScheduleSpec> {
@@ -256,7 +249,8 @@ pub(crate) fn run(db: &Path, json: bool, cmd: ScheduleCmd) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let schedules = open(db)?;
+    let backend = Backend::open(db)?;
+    let schedules = backend.schedules(operator());
     let now = now_micros();
     match cmd {
         ScheduleCmd::Create(args) => {
@@ -319,15 +313,24 @@ pub(crate) fn run(db: &Path, json: bool, cmd: ScheduleCmd) -> Result<ExitCode> {
                 ));
             }
         }
-        ScheduleCmd::Trigger { name } => return trigger(db, json, schedules, &name),
+        ScheduleCmd::Trigger { name } => {
+            return match backend {
+                Backend::Sqlite(s) => trigger(json, schedules, crate::daemon::launcher(s)?, &name),
+                Backend::Pg(p) => trigger(json, schedules, crate::daemon::launcher(*p)?, &name),
+            };
+        }
         ScheduleCmd::Validate { .. } => {}
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn trigger(db: &Path, json: bool, schedules: Schedules, name: &str) -> Result<ExitCode> {
-    let schedules = Arc::new(schedules);
-    let launcher = Arc::new(crate::daemon::launcher(db)?);
+fn trigger<L: Launcher>(
+    json: bool,
+    schedules: Arc<dyn ScheduleStore>,
+    launcher: L,
+    name: &str,
+) -> Result<ExitCode> {
+    let launcher = Arc::new(launcher);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use lifecycle_core::{Actor, ActorType};
 use runner::LegProgram;
-use scheduler::{ManualClock, RunnerLauncher, ScheduleSpec, Scheduler, SchedulerConfig, Schedules};
+use scheduler::{
+    ManualClock, RunnerLauncher, ScheduleSpec, ScheduleStore, Scheduler, SchedulerConfig, Schedules,
+};
 use state_sqlite::{Engine, EngineConfig, Store};
 
 const T0: i64 = 1_800_000_000_000_000;
@@ -56,7 +58,7 @@ fn bench(c: &mut Criterion) {
         .expect("runtime");
     let _guard = rt.enter();
     let (mut sched, _) = Scheduler::start(
-        Arc::clone(&schedules),
+        schedules.clone(),
         Arc::clone(&clock),
         launcher,
         SchedulerConfig::default(),

@@ -21,6 +21,12 @@ pub enum Error {
     /// Another daemon holds the tick lock of this database.
     #[error("another scheduler already ticks this database (lock file {0} is held)")]
     Locked(String),
+    /// Another daemon holds the PostgreSQL advisory tick lock of this
+    /// schema (on any host).
+    #[error(
+        "another scheduler already ticks this database (the advisory lock of schema {0:?} is held)"
+    )]
+    AdvisoryLocked(String),
     /// A stored definition could not be read back.
     #[error("stored definition of schedule {id:?} is unreadable: {source}")]
     Stored {
@@ -35,6 +41,9 @@ pub enum Error {
     /// SQLite failed.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// The PostgreSQL store failed (connection, query, lifecycle rule).
+    #[error(transparent)]
+    Postgres(#[from] state_postgres::PgStoreError),
     /// The lock file could not be opened.
     #[error("lock file {path}: {source}")]
     Io {
@@ -43,4 +52,10 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+}
+
+impl From<postgres::Error> for Error {
+    fn from(e: postgres::Error) -> Self {
+        Error::Postgres(e.into())
+    }
 }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lifecycle_core::{Actor, Cancellation};
+use lifecycle_core::{Actor, Cancellation, SessionRecorder};
 use providers_scripted::ScriptModel;
 use runner::{LegProgram, ProviderChoice, RunConfig};
 use state_sqlite::Store;
@@ -52,19 +52,20 @@ pub trait Launcher: Send + Sync + 'static {
     ) -> impl Future<Output = RunOutcome> + Send;
 }
 
-/// The real launcher: `runner::run` on the state file, the scripted
-/// provider replayed by `leg`.
+/// The real launcher: `runner::run` recording on `R` (the SQLite store by
+/// default, or the PostgreSQL one), the scripted provider replayed by
+/// `leg`.
 #[derive(Debug)]
-pub struct RunnerLauncher {
-    store: Arc<Store>,
+pub struct RunnerLauncher<R = Store> {
+    store: Arc<R>,
     leg: LegProgram,
     actor: Actor,
 }
 
-impl RunnerLauncher {
+impl<R> RunnerLauncher<R> {
     /// Runs on `store`; scripted legs run `leg`; sessions are recorded by
     /// `actor`.
-    pub fn new(store: Arc<Store>, leg: LegProgram, actor: Actor) -> Self {
+    pub fn new(store: Arc<R>, leg: LegProgram, actor: Actor) -> Self {
         Self { store, leg, actor }
     }
 
@@ -101,7 +102,7 @@ impl RunnerLauncher {
 /// The script of a scripted schedule that names none.
 pub const DEFAULT_SCRIPT: &str = r#"[{"type": "text", "text": "scheduled run done"}]"#;
 
-impl Launcher for RunnerLauncher {
+impl<R: SessionRecorder + Send + Sync + 'static> Launcher for RunnerLauncher<R> {
     async fn run(&self, fire: Fire, mut shutdown: watch::Receiver<bool>) -> RunOutcome {
         let config = match self.config(&fire) {
             Ok(c) => c,

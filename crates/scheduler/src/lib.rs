@@ -21,6 +21,8 @@ mod error;
 mod launch;
 mod lock;
 mod model;
+mod pg;
+mod sqlite;
 mod store;
 mod tick;
 
@@ -29,5 +31,7 @@ pub use error::Error;
 pub use launch::{DEFAULT_SCRIPT, Fire, Launcher, RunOutcome, RunnerLauncher};
 pub use lock::TickLock;
 pub use model::{Micros, MissedFire, PROVIDERS, RunRequest, ScheduleSpec, Trigger};
-pub use store::{ApplyReport, Schedule, ScheduleRun, Schedules, parse_set};
+pub use pg::{PgSchedules, TICK_LOCK};
+pub use sqlite::Schedules;
+pub use store::{ApplyReport, Schedule, ScheduleRun, ScheduleStore, parse_set};
 pub use tick::{PreambleReport, Scheduler, SchedulerConfig, TickHook, TickReport, scheduler_actor};

@@ -3,6 +3,7 @@
 //! next due.
 
 use chrono::{DateTime, FixedOffset, TimeZone};
+use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds};
 use serde::{Deserialize, Serialize};
@@ -20,11 +21,13 @@ const MICROS_PER_SEC: i64 = 1_000_000;
 #[non_exhaustive]
 pub enum Trigger {
     /// A cron expression (5 fields, or 6 with leading seconds) evaluated in
-    /// an explicit time zone: `UTC` or a fixed offset such as `+02:00`.
+    /// an explicit time zone: `UTC`, a fixed offset such as `+02:00`, or an
+    /// IANA name such as `Europe/Berlin` (daylight saving time followed:
+    /// see [`ScheduleSpec::next_after`] for the gap and overlap rules).
     Cron {
         /// The expression.
         expr: String,
-        /// `UTC` (the default) or `±HH:MM`.
+        /// `UTC` (the default), `±HH:MM` or an IANA zone name.
         #[serde(default = "utc")]
         tz: String,
     },
@@ -181,6 +184,19 @@ impl ScheduleSpec {
     /// The first due instant strictly after `now`, continuing the series
     /// whose last due instant was `last_due` (interval schedules keep their
     /// phase; a one-shot has none after its instant).
+    ///
+    /// A cron schedule in a named zone follows its daylight saving time
+    /// (croner's rules, which are vixie-cron's):
+    /// - **gap** (clocks forward, e.g. 02:00-03:00 does not exist): a
+    ///   fixed-time expression (`30 2 * * *`) fires once at the first valid
+    ///   instant after the gap, the same day (03:00); a wildcard or step
+    ///   field (`*/15 * * * *`) skips the instants inside the gap.
+    /// - **overlap** (clocks back, e.g. 02:00-03:00 happens twice): a
+    ///   fixed-time expression fires once, in the first pass; a wildcard or
+    ///   step field fires in both passes.
+    ///
+    /// Instants always move forward in real time: the search starts at the
+    /// exact instant `now`, so it knows which pass of an overlap it is in.
     pub fn next_after(&self, last_due: Micros, now: Micros) -> Result<Option<Micros>, Error> {
         let bad = |reason: String| Error::Invalid {
             name: self.name.clone(),
@@ -201,18 +217,11 @@ impl ScheduleSpec {
             }
             Trigger::Cron { expr, tz } => {
                 let cron = parse_cron(expr).map_err(|e| bad(e.to_string()))?;
-                let zone = parse_zone(tz).map_err(bad)?;
-                let start = zone
-                    .timestamp_micros(now)
-                    .single()
-                    .ok_or_else(|| Error::Invalid {
-                        name: self.name.clone(),
-                        reason: format!("instant {now} is out of range"),
-                    })?;
-                match cron.find_next_occurrence(&start, false) {
-                    Ok(next) => Ok(Some(next.timestamp_micros())),
-                    Err(_) => Ok(None),
+                match parse_zone(tz).map_err(bad)? {
+                    Zone::Fixed(zone) => next_in(&cron, &zone, now),
+                    Zone::Named(zone) => next_in(&cron, &zone, now),
                 }
+                .map_err(bad)
             }
         }
     }
@@ -264,17 +273,44 @@ fn parse_cron(expr: &str) -> Result<Cron, croner::errors::CronError> {
         .parse(expr)
 }
 
-/// `UTC`/`Z` or a fixed offset `±HH:MM`.
-fn parse_zone(tz: &str) -> Result<FixedOffset, String> {
+/// A cron schedule's zone.
+#[derive(Debug, Clone, Copy)]
+enum Zone {
+    /// UTC or a fixed offset.
+    Fixed(FixedOffset),
+    /// An IANA zone, with its daylight saving time.
+    Named(Tz),
+}
+
+fn next_in<Z: TimeZone>(cron: &Cron, zone: &Z, now: Micros) -> Result<Option<Micros>, String> {
+    let start = zone
+        .timestamp_micros(now)
+        .single()
+        .ok_or_else(|| format!("instant {now} is out of range"))?;
+    Ok(cron
+        .find_next_occurrence(&start, false)
+        .ok()
+        .map(|next| next.timestamp_micros()))
+}
+
+/// `UTC`/`Z`, a fixed offset `±HH:MM`, or an IANA zone name
+/// (`Europe/Berlin`, case as in the tz database).
+fn parse_zone(tz: &str) -> Result<Zone, String> {
     let t = tz.trim();
     if t.eq_ignore_ascii_case("utc") || t == "Z" {
-        return FixedOffset::east_opt(0).ok_or_else(|| "utc".to_owned());
+        return FixedOffset::east_opt(0)
+            .map(Zone::Fixed)
+            .ok_or_else(|| "utc".to_owned());
     }
-    let bad = || format!("time zone {tz:?}: expected UTC or an offset such as +02:00");
+    let bad = || {
+        format!(
+            "time zone {tz:?}: expected UTC, an offset such as +02:00 or an IANA name such as Europe/Berlin"
+        )
+    };
     let (sign, rest) = match t.as_bytes().first() {
         Some(b'+') => (1, &t[1..]),
         Some(b'-') => (-1, &t[1..]),
-        _ => return Err(bad()),
+        _ => return t.parse::<Tz>().map(Zone::Named).map_err(|_| bad()),
     };
     let (h, m) = rest.split_once(':').ok_or_else(bad)?;
     let h: i32 = h.parse().map_err(|_| bad())?;
@@ -282,5 +318,7 @@ fn parse_zone(tz: &str) -> Result<FixedOffset, String> {
     if !(0..=23).contains(&h) || !(0..=59).contains(&m) {
         return Err(bad());
     }
-    FixedOffset::east_opt(sign * (h * 3600 + m * 60)).ok_or_else(bad)
+    FixedOffset::east_opt(sign * (h * 3600 + m * 60))
+        .map(Zone::Fixed)
+        .ok_or_else(bad)
 }

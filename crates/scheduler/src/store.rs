@@ -1,16 +1,10 @@
-//! Schedules and their runs in the SQLite state file.
-//!
-//! Definitions are written with plain SQL inside one `BEGIN IMMEDIATE`
-//! transaction (so `apply` of a whole set is atomic), each status change
-//! appending its `status_transitions` row in the same transaction. Runs are
-//! created and ended through the lifecycle store (`Store::create` /
-//! `Store::transition`), so every run status obeys the schedule_run policy.
+//! The storage seam: [`ScheduleStore`], implemented on SQLite
+//! ([`crate::Schedules`]) and PostgreSQL ([`crate::PgSchedules`]), and the
+//! decisions both share (what `apply` changes, what enabling computes), so
+//! the two stores differ only in the SQL that executes them.
 
-use lifecycle_core::{Actor, InitialCommand, OutcomeKind, Reason, TransitionCommand};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use lifecycle_core::{Actor, Reason, TransitionCommand};
 use serde::Serialize;
-use serde_json::json;
-use state_sqlite::Store;
 
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec, Trigger};
@@ -64,242 +58,62 @@ pub struct ApplyReport {
     pub deleted: Vec<String>,
 }
 
-/// The schedule tables of one state file.
-#[derive(Debug)]
-pub struct Schedules {
-    store: Store,
-    actor: Actor,
-}
-
-const SELECT: &str = "SELECT id, status, spec_json, next_fire_at, last_fire_at FROM schedules";
-
-impl Schedules {
-    /// Schedules of `store`, changed by `actor`.
-    pub fn new(store: Store, actor: Actor) -> Self {
-        Self { store, actor }
-    }
-
-    /// The lifecycle store.
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
-    fn conn(&self) -> Result<state_sqlite::Conn, Error> {
-        Ok(self.store.engine().conn()?)
-    }
-
+/// Where schedules and their runs live. Definitions change in one
+/// transaction each (`apply`: one for the whole set), every status change
+/// with its `status_transitions` row; runs are created and ended through
+/// the lifecycle store, so every run status obeys the schedule_run policy.
+///
+/// Every method blocks on the database: call it off an async runtime's
+/// worker (the PostgreSQL store moves itself to a helper thread when it is
+/// called on one, as its driver runs a runtime of its own).
+pub trait ScheduleStore: Send + Sync + std::fmt::Debug {
     /// Creates one schedule (validated first); its first due instant is
     /// computed from `now`.
-    pub fn create(&self, spec: &ScheduleSpec, now: Micros) -> Result<Schedule, Error> {
-        spec.validate()?;
-        if let Trigger::Once { .. } = spec.trigger
-            && spec.next_after(now, now)?.is_none()
-        {
-            return Err(Error::Invalid {
-                name: spec.name.clone(),
-                reason: "the one-shot instant is in the past".into(),
-            });
-        }
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if find(&tx, &spec.name)?.is_some() {
-            return Err(Error::Exists(spec.name.clone()));
-        }
-        insert(&tx, spec, now, &self.actor)?;
-        tx.commit()?;
-        drop(conn);
-        self.get(&spec.name)?
-            .ok_or_else(|| Error::NotFound(spec.name.clone()))
-    }
+    fn create(&self, spec: &ScheduleSpec, now: Micros) -> Result<Schedule, Error>;
 
     /// Every live (not deleted) schedule, by name.
-    pub fn list(&self) -> Result<Vec<Schedule>, Error> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare(&format!(
-            "{SELECT} WHERE status != 'deleted' AND name IS NOT NULL ORDER BY name"
-        ))?;
-        let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
-        rows.into_iter().map(decode).collect()
-    }
+    fn list(&self) -> Result<Vec<Schedule>, Error>;
 
     /// One live schedule by name or id.
-    pub fn get(&self, name: &str) -> Result<Option<Schedule>, Error> {
-        let conn = self.conn()?;
-        find(&conn, name)
-    }
+    fn get(&self, name: &str) -> Result<Option<Schedule>, Error>;
 
     /// Enables or disables a schedule. Enabling recomputes the next due
     /// instant from `now` (fires while disabled are not missed fires).
-    pub fn set_enabled(&self, name: &str, enabled: bool, now: Micros) -> Result<Schedule, Error> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let s = find(&tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))?;
-        let to = if enabled { "enabled" } else { "disabled" };
-        if s.status != to {
-            let (code, next) = if enabled {
-                // A one-shot whose instant passed stays spent.
-                let next = match s.spec.trigger {
-                    Trigger::Once { .. } => s.spec.next_after(now, now)?,
-                    _ => s.spec.first_due(now)?,
-                };
-                ("schedule_definition.enabled.observed", next)
-            } else {
-                ("schedule_definition.disabled.manual", s.next_fire_at)
-            };
-            move_status(&tx, &s.id, &s.status, to, code, &self.actor, now)?;
-            tx.execute(
-                "UPDATE schedules SET next_fire_at = ?2 WHERE id = ?1",
-                params![s.id, next],
-            )?;
-        }
-        tx.commit()?;
-        drop(conn);
-        self.get(name)?
-            .ok_or_else(|| Error::NotFound(name.to_owned()))
-    }
+    fn set_enabled(&self, name: &str, enabled: bool, now: Micros) -> Result<Schedule, Error>;
 
     /// Deletes a schedule (its runs stay, its name is freed).
-    pub fn delete(&self, name: &str, now: Micros) -> Result<Schedule, Error> {
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let s = find(&tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))?;
-        delete_in(&tx, &s, &self.actor, now)?;
-        tx.commit()?;
-        Ok(s)
-    }
+    fn delete(&self, name: &str, now: Micros) -> Result<Schedule, Error>;
 
     /// Reconciles the stored schedules with `set` in ONE transaction:
     /// creates the new names, updates the changed definitions (the next due
     /// instant recomputed), deletes names not in the set. Every definition
     /// is validated before anything is written; any failure writes nothing.
-    pub fn apply(&self, set: &[ScheduleSpec], now: Micros) -> Result<ApplyReport, Error> {
-        validate_set(set)?;
-        let mut conn = self.conn()?;
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut report = ApplyReport::default();
-        let existing: Vec<Schedule> = {
-            let mut stmt = tx.prepare(&format!(
-                "{SELECT} WHERE status != 'deleted' AND name IS NOT NULL ORDER BY name"
-            ))?;
-            let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
-            rows.into_iter().map(decode).collect::<Result<_, _>>()?
-        };
-        for spec in set {
-            match existing.iter().find(|s| s.spec.name == spec.name) {
-                None => {
-                    insert(&tx, spec, now, &self.actor)?;
-                    report.created.push(spec.name.clone());
-                }
-                Some(s) if s.spec == *spec => report.unchanged.push(spec.name.clone()),
-                Some(s) => {
-                    let to = if spec.enabled { "enabled" } else { "disabled" };
-                    if s.status != to {
-                        let code = if spec.enabled {
-                            "schedule_definition.enabled.observed"
-                        } else {
-                            "schedule_definition.disabled.declared"
-                        };
-                        move_status(&tx, &s.id, &s.status, to, code, &self.actor, now)?;
-                    }
-                    let next = if s.spec.trigger == spec.trigger && s.status == to {
-                        s.next_fire_at
-                    } else {
-                        spec.first_due(now)?
-                    };
-                    tx.execute(
-                        "UPDATE schedules SET spec_json = ?2, next_fire_at = ?3, updated_at = ?4 WHERE id = ?1",
-                        params![s.id, to_json(spec), next, now],
-                    )?;
-                    report.updated.push(spec.name.clone());
-                }
-            }
-        }
-        for s in &existing {
-            if !set.iter().any(|n| n.name == s.spec.name) {
-                delete_in(&tx, s, &self.actor, now)?;
-                report.deleted.push(s.spec.name.clone());
-            }
-        }
-        tx.commit()?;
-        Ok(report)
-    }
+    fn apply(&self, set: &[ScheduleSpec], now: Micros) -> Result<ApplyReport, Error>;
 
     /// The runs of a schedule (all runs with `None`), newest first.
-    pub fn runs(&self, schedule: Option<&str>, limit: u32) -> Result<Vec<ScheduleRun>, Error> {
-        let conn = self.conn()?;
-        let id = match schedule {
-            Some(n) => Some(
-                find(&conn, n)?
-                    .map(|s| s.id)
-                    .unwrap_or_else(|| n.to_owned()),
-            ),
-            None => None,
-        };
-        let mut stmt = conn.prepare(
-            "SELECT id, schedule_id, status, status_reason_code, due_at, detected_at, session_id, status_reason_json
-             FROM schedule_runs WHERE (?1 IS NULL OR schedule_id = ?1)
-             ORDER BY created_at DESC, id DESC LIMIT ?2",
-        )?;
-        let rows = stmt
-            .query_map(params![id, limit], |r| {
-                Ok(ScheduleRun {
-                    id: r.get(0)?,
-                    schedule_id: r.get(1)?,
-                    status: r.get(2)?,
-                    reason: r.get(3)?,
-                    due_at: r.get(4)?,
-                    detected_at: r.get(5)?,
-                    session_id: r.get(6)?,
-                    reason_json: r.get(7)?,
-                })
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
-    }
+    fn runs(&self, schedule: Option<&str>, limit: u32) -> Result<Vec<ScheduleRun>, Error>;
 
     /// Enabled schedules due at `now` (`next_fire_at <= now`).
-    pub fn due(&self, now: Micros) -> Result<Vec<Schedule>, Error> {
-        let conn = self.conn()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "{SELECT} WHERE status = 'enabled' AND next_fire_at <= ?1 ORDER BY next_fire_at, id"
-        ))?;
-        let rows = stmt.query_map([now], raw)?.collect::<Result<Vec<_>, _>>()?;
-        rows.into_iter().map(decode).collect()
-    }
+    fn due(&self, now: Micros) -> Result<Vec<Schedule>, Error>;
 
     /// How many runs of `schedule_id` are `running`.
-    pub fn running_count(&self, schedule_id: &str) -> Result<u32, Error> {
-        let conn = self.conn()?;
-        Ok(conn.query_row(
-            "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
-            [schedule_id],
-            |r| r.get(0),
-        )?)
-    }
+    fn running_count(&self, schedule_id: &str) -> Result<u32, Error>;
 
     /// Moves the schedule to its next due instant (guarded on the one it
     /// had, so a concurrent edit wins) and stamps its last fire.
-    pub fn advance(
+    fn advance(
         &self,
         id: &str,
         from: Option<Micros>,
         next: Option<Micros>,
         fired_at: Option<Micros>,
-    ) -> Result<bool, Error> {
-        let conn = self.conn()?;
-        let n = conn.execute(
-            "UPDATE schedules SET next_fire_at = ?3, last_fire_at = coalesce(?4, last_fire_at)
-             WHERE id = ?1 AND next_fire_at IS ?2",
-            params![id, from, next, fired_at],
-        )?;
-        Ok(n == 1)
-    }
+    ) -> Result<bool, Error>;
 
     /// Records a run row: `running` (fired) or `skipped` (with `reason`),
     /// through the lifecycle store, then its due/detected instants and
     /// session.
     #[allow(clippy::too_many_arguments, reason = "one row's columns")]
-    pub fn record_run(
+    fn record_run(
         &self,
         run_id: &str,
         schedule_id: &str,
@@ -310,31 +124,10 @@ impl Schedules {
         detected_at: Micros,
         session_id: Option<&str>,
         actor: &Actor,
-    ) -> Result<(), Error> {
-        let mut r = Reason::new(reason);
-        if let serde_json::Value::Object(map) = reason_json {
-            r.metadata = map.into_iter().collect();
-        }
-        let out = self.store.create(&InitialCommand {
-            entity_type: "schedule_run".into(),
-            entity_id: run_id.into(),
-            status: status.into(),
-            reason: r,
-            actor: actor.clone(),
-            patch: Default::default(),
-        })?;
-        if out.result != OutcomeKind::Applied {
-            return Err(Error::Exists(run_id.to_owned()));
-        }
-        self.conn()?.execute(
-            "UPDATE schedule_runs SET schedule_id = ?2, due_at = ?3, detected_at = ?4, session_id = ?5 WHERE id = ?1",
-            params![run_id, schedule_id, due_at, detected_at, session_id],
-        )?;
-        Ok(())
-    }
+    ) -> Result<(), Error>;
 
     /// Ends a `running` run (guarded: a run already ended is left alone).
-    pub fn end_run(
+    fn end_run(
         &self,
         run_id: &str,
         status: &str,
@@ -342,32 +135,13 @@ impl Schedules {
         ended_at: Micros,
         error: Option<&str>,
         actor: &Actor,
-    ) -> Result<bool, Error> {
-        let mut cmd = TransitionCommand::new(
-            "schedule_run",
-            run_id,
-            status,
-            Reason::new(reason),
-            actor.clone(),
-        )
-        .expecting("running")
-        .with_patch("ended_at", serde_json::Value::from(ended_at));
-        if let Some(e) = error {
-            cmd = cmd.with_patch("error_detail", serde_json::Value::from(e));
-        }
-        Ok(self.store.transition(&cmd)?.result == OutcomeKind::Applied)
-    }
+    ) -> Result<bool, Error>;
 
     /// `running` runs with the session each started.
-    pub fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error> {
-        let conn = self.conn()?;
-        let mut stmt =
-            conn.prepare("SELECT id, session_id FROM schedule_runs WHERE status = 'running'")?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
-    }
+    fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error>;
+
+    /// A session's status and reason code (`None`: no such session).
+    fn session_status(&self, session_id: &str) -> Result<Option<(String, Option<String>)>, Error>;
 }
 
 /// Parses a declarative set (a JSON array or `{"schedules": [...]}`) and
@@ -394,7 +168,7 @@ pub fn parse_set(text: &str) -> Result<Vec<ScheduleSpec>, Error> {
     Ok(set)
 }
 
-fn validate_set(set: &[ScheduleSpec]) -> Result<(), Error> {
+pub(crate) fn validate_set(set: &[ScheduleSpec]) -> Result<(), Error> {
     for (i, s) in set.iter().enumerate() {
         s.validate()?;
         if set[..i].iter().any(|o| o.name == s.name) {
@@ -407,13 +181,138 @@ fn validate_set(set: &[ScheduleSpec]) -> Result<(), Error> {
     Ok(())
 }
 
-type Raw = (String, String, Option<String>, Option<i64>, Option<i64>);
-
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+/// `create`'s checks before any write: the definition, and a one-shot
+/// still ahead.
+pub(crate) fn check_create(spec: &ScheduleSpec, now: Micros) -> Result<(), Error> {
+    spec.validate()?;
+    if let Trigger::Once { .. } = spec.trigger
+        && spec.next_after(now, now)?.is_none()
+    {
+        return Err(Error::Invalid {
+            name: spec.name.clone(),
+            reason: "the one-shot instant is in the past".into(),
+        });
+    }
+    Ok(())
 }
 
-fn decode((id, status, spec, next, last): Raw) -> Result<Schedule, Error> {
+/// A new schedule's id.
+pub(crate) fn new_id(spec: &ScheduleSpec, now: Micros) -> String {
+    format!("sch-{}-{now}", spec.name)
+}
+
+/// A new schedule's status.
+pub(crate) fn initial_status(spec: &ScheduleSpec) -> &'static str {
+    if spec.enabled { "enabled" } else { "disabled" }
+}
+
+/// The reason code of a created schedule.
+pub(crate) const CREATED: &str = "schedule_definition.created.observed";
+/// The reason code of a deleted schedule.
+pub(crate) const DELETED: &str = "schedule_definition.deleted.observed";
+
+/// A status move: the new status, its reason code and the next due instant.
+pub(crate) type Move = (&'static str, &'static str, Option<Micros>);
+
+/// What enabling or disabling `s` changes, or `None` when it already has
+/// that status.
+pub(crate) fn enable_change(
+    s: &Schedule,
+    enabled: bool,
+    now: Micros,
+) -> Result<Option<Move>, Error> {
+    let to = if enabled { "enabled" } else { "disabled" };
+    if s.status == to {
+        return Ok(None);
+    }
+    Ok(Some(if enabled {
+        // A one-shot whose instant passed stays spent.
+        let next = match s.spec.trigger {
+            Trigger::Once { .. } => s.spec.next_after(now, now)?,
+            _ => s.spec.first_due(now)?,
+        };
+        (to, "schedule_definition.enabled.observed", next)
+    } else {
+        (to, "schedule_definition.disabled.manual", s.next_fire_at)
+    }))
+}
+
+/// One write of an `apply`.
+pub(crate) enum ApplyStep<'a> {
+    /// A new name.
+    Create(&'a ScheduleSpec),
+    /// A changed definition: its new spec, a status move `(to, code)` if
+    /// any, and its next due instant.
+    Update {
+        /// The stored schedule.
+        stored: &'a Schedule,
+        /// The new definition.
+        spec: &'a ScheduleSpec,
+        /// The status move.
+        status: Option<(&'static str, &'static str)>,
+        /// The next due instant.
+        next: Option<Micros>,
+    },
+    /// A name absent from the set.
+    Delete(&'a Schedule),
+}
+
+/// What `apply` of `set` over the live schedules `existing` writes, and
+/// its report. Validates the set first.
+pub(crate) fn plan_apply<'a>(
+    existing: &'a [Schedule],
+    set: &'a [ScheduleSpec],
+    now: Micros,
+) -> Result<(Vec<ApplyStep<'a>>, ApplyReport), Error> {
+    validate_set(set)?;
+    let mut steps = Vec::new();
+    let mut report = ApplyReport::default();
+    for spec in set {
+        match existing.iter().find(|s| s.spec.name == spec.name) {
+            None => {
+                steps.push(ApplyStep::Create(spec));
+                report.created.push(spec.name.clone());
+            }
+            Some(s) if s.spec == *spec => report.unchanged.push(spec.name.clone()),
+            Some(s) => {
+                let to = initial_status(spec);
+                let status = (s.status != to).then_some(if spec.enabled {
+                    (to, "schedule_definition.enabled.observed")
+                } else {
+                    (to, "schedule_definition.disabled.declared")
+                });
+                let next = if s.spec.trigger == spec.trigger && s.status == to {
+                    s.next_fire_at
+                } else {
+                    spec.first_due(now)?
+                };
+                steps.push(ApplyStep::Update {
+                    stored: s,
+                    spec,
+                    status,
+                    next,
+                });
+                report.updated.push(spec.name.clone());
+            }
+        }
+    }
+    for s in existing {
+        if !set.iter().any(|n| n.name == s.spec.name) {
+            steps.push(ApplyStep::Delete(s));
+            report.deleted.push(s.spec.name.clone());
+        }
+    }
+    Ok((steps, report))
+}
+
+/// A stored row back into a [`Schedule`].
+pub(crate) fn decode(
+    id: String,
+    status: String,
+    spec: Option<String>,
+    next_fire_at: Option<Micros>,
+    last_fire_at: Option<Micros>,
+) -> Result<Schedule, Error> {
     let spec: ScheduleSpec =
         serde_json::from_str(spec.as_deref().unwrap_or("null")).map_err(|source| {
             Error::Stored {
@@ -425,103 +324,45 @@ fn decode((id, status, spec, next, last): Raw) -> Result<Schedule, Error> {
         id,
         status,
         spec,
-        next_fire_at: next,
-        last_fire_at: last,
+        next_fire_at,
+        last_fire_at,
     })
 }
 
-fn find(conn: &Connection, name: &str) -> Result<Option<Schedule>, Error> {
-    let row = conn
-        .query_row(
-            &format!(
-                "{SELECT} WHERE status != 'deleted' AND (name = ?1 OR id = ?1) ORDER BY name = ?1 DESC LIMIT 1"
-            ),
-            [name],
-            raw,
-        )
-        .optional()?;
-    row.map(decode).transpose()
-}
-
-fn to_json(spec: &ScheduleSpec) -> String {
+/// A definition as stored.
+pub(crate) fn to_json(spec: &ScheduleSpec) -> String {
     serde_json::to_string(spec).unwrap_or_else(|_| "null".to_owned())
 }
 
-fn insert(tx: &Connection, spec: &ScheduleSpec, now: Micros, actor: &Actor) -> Result<(), Error> {
-    let id = format!("sch-{}-{now}", spec.name);
-    let status = if spec.enabled { "enabled" } else { "disabled" };
-    let next = spec.first_due(now)?;
-    tx.execute(
-        "INSERT INTO schedules (id, status, status_reason_code, created_at, updated_at, name, spec_json, next_fire_at)
-         VALUES (?1, ?2, 'schedule_definition.created.observed', ?3, ?3, ?4, ?5, ?6)",
-        params![id, status, now, spec.name, to_json(spec), next],
-    )?;
-    history(
-        tx,
-        &id,
-        None,
+/// A run's reason with its metadata.
+pub(crate) fn run_reason(reason: &str, reason_json: serde_json::Value) -> Reason {
+    let mut r = Reason::new(reason);
+    if let serde_json::Value::Object(map) = reason_json {
+        r.metadata = map.into_iter().collect();
+    }
+    r
+}
+
+/// The guarded transition that ends a `running` run.
+pub(crate) fn end_command(
+    run_id: &str,
+    status: &str,
+    reason: &str,
+    ended_at: Micros,
+    error: Option<&str>,
+    actor: &Actor,
+) -> TransitionCommand {
+    let mut cmd = TransitionCommand::new(
+        "schedule_run",
+        run_id,
         status,
-        "schedule_definition.created.observed",
-        actor,
-        now,
+        Reason::new(reason),
+        actor.clone(),
     )
-}
-
-fn delete_in(tx: &Connection, s: &Schedule, actor: &Actor, now: Micros) -> Result<(), Error> {
-    move_status(
-        tx,
-        &s.id,
-        &s.status,
-        "deleted",
-        "schedule_definition.deleted.observed",
-        actor,
-        now,
-    )?;
-    tx.execute(
-        "UPDATE schedules SET name = NULL, next_fire_at = NULL WHERE id = ?1",
-        [&s.id],
-    )?;
-    Ok(())
-}
-
-fn move_status(
-    tx: &Connection,
-    id: &str,
-    from: &str,
-    to: &str,
-    code: &str,
-    actor: &Actor,
-    now: Micros,
-) -> Result<(), Error> {
-    tx.execute(
-        "UPDATE schedules SET status = ?2, status_reason_code = ?3, updated_at = ?4 WHERE id = ?1",
-        params![id, to, code, now],
-    )?;
-    history(tx, id, Some(from), to, code, actor, now)
-}
-
-fn history(
-    tx: &Connection,
-    id: &str,
-    from: Option<&str>,
-    to: &str,
-    code: &str,
-    actor: &Actor,
-    now: Micros,
-) -> Result<(), Error> {
-    tx.execute(
-        "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code, reason_json, actor_type, actor_id, created_at)
-         VALUES ('schedule', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
-            id,
-            from,
-            to,
-            code,
-            json!({}).to_string(),
-            actor.kind.as_str(),
-            actor.id,
-            now
-        ],
-    )?;
-    Ok(())
+    .expecting("running")
+    .with_patch("ended_at", serde_json::Value::from(ended_at));
+    if let Some(e) = error {
+        cmd = cmd.with_patch("error_detail", serde_json::Value::from(e));
+    }
+    cmd
 }

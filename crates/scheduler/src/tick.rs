@@ -1,27 +1,32 @@
 //! The tick loop: the start preamble (stale runs, missed fires, once per
 //! start), then ticks that fire due schedules, record overlaps and drive the
-//! per-tick hooks (outbox due-scan, mirror reconcile).
+//! per-tick hooks (outbox due-scan, mirror reconcile). A hook runs on a
+//! thread of its own, never on the tick's: a slow hook is left running
+//! (reported busy) while the next ticks fire on time.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use lifecycle_core::reasons::ScheduleReasons;
 use lifecycle_core::{Actor, ActorType};
 use serde::Serialize;
 use serde_json::json;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::launch::{Fire, Launcher};
 use crate::model::{Micros, MissedFire};
-use crate::store::{Schedule, Schedules};
+use crate::store::{Schedule, ScheduleStore};
 
 /// At most this many further missed instants are counted per schedule.
 const MISSED_COUNT_CAP: usize = 100_000;
 
 /// Work driven on every tick besides the schedules (the outbox due-scan,
-/// the mirror reconcile). A failing hook is logged; the tick goes on.
+/// the mirror reconcile). Each run happens on a thread of its own, so it
+/// may block; a run still going at the next tick is not started again
+/// (that tick reports it busy). A failing hook is logged and reported; the
+/// ticks go on.
 pub trait TickHook: Send {
     /// Its name, for logs and reports.
     fn name(&self) -> &str;
@@ -65,17 +70,59 @@ pub struct TickReport {
     pub fired: Vec<String>,
     /// Run ids recorded `skipped` for overlap.
     pub skipped_overlap: Vec<String>,
-    /// Hooks that failed.
+    /// Hook runs that ended failed since the previous tick (`name: error`).
     pub hook_errors: Vec<String>,
+    /// Hooks still running from an earlier tick, not started this tick.
+    pub hooks_busy: Vec<String>,
+}
+
+/// One hook and its run in flight.
+struct HookSlot {
+    name: String,
+    hook: Arc<Mutex<Box<dyn TickHook>>>,
+    running: Option<oneshot::Receiver<Result<(), String>>>,
+}
+
+impl HookSlot {
+    /// Collects the run in flight if it ended: `Some(Err)` when it failed
+    /// (or panicked); `None` while it still runs or when none was started.
+    fn collect(&mut self) -> Option<Result<(), String>> {
+        let rx = self.running.as_mut()?;
+        let out = match rx.try_recv() {
+            Ok(r) => r,
+            Err(oneshot::error::TryRecvError::Empty) => return None,
+            Err(oneshot::error::TryRecvError::Closed) => Err("the hook panicked".to_owned()),
+        };
+        self.running = None;
+        Some(out)
+    }
+
+    /// Starts a run at `now` on a thread of its own.
+    fn start(&mut self, now: Micros) -> Result<(), String> {
+        let (tx, rx) = oneshot::channel();
+        let hook = Arc::clone(&self.hook);
+        std::thread::Builder::new()
+            .name(format!("tick-hook-{}", self.name))
+            .spawn(move || {
+                let mut hook = hook.lock().unwrap_or_else(|p| p.into_inner());
+                let out = hook.tick(now).map_err(|e| e.to_string());
+                drop(hook);
+                let _ = tx.send(out);
+            })
+            .map_err(|e| format!("starting its thread: {e}"))?;
+        self.running = Some(rx);
+        Ok(())
+    }
 }
 
 /// A started scheduler: the preamble has run.
 pub struct Scheduler<C: Clock, L: Launcher> {
-    schedules: Arc<Schedules>,
+    schedules: Arc<dyn ScheduleStore>,
     clock: C,
     launcher: Arc<L>,
     actor: Actor,
-    hooks: Vec<Box<dyn TickHook>>,
+    hooks: Vec<HookSlot>,
+    hook_errors: Vec<String>,
     tasks: JoinSet<()>,
     shutdown: watch::Sender<bool>,
 }
@@ -104,7 +151,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     /// caller holds the [`crate::TickLock`] and has run the runner's orphan
     /// sweep first.
     pub fn start(
-        schedules: Arc<Schedules>,
+        schedules: Arc<dyn ScheduleStore>,
         clock: C,
         launcher: Arc<L>,
         config: SchedulerConfig,
@@ -113,7 +160,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         let mut report = PreambleReport::default();
         let now = clock.now();
         for (run_id, session) in schedules.running_runs()? {
-            let (status, reason, detail) = session_end(&schedules, session.as_deref())?;
+            let (status, reason, detail) = session_end(&*schedules, session.as_deref())?;
             if let Some(status) = status
                 && schedules.end_run(&run_id, status, reason, now, Some(&detail), &actor)?
             {
@@ -173,6 +220,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
                 launcher,
                 actor,
                 hooks: Vec::new(),
+                hook_errors: Vec::new(),
                 tasks: JoinSet::new(),
                 shutdown,
             },
@@ -184,7 +232,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     /// ([`Scheduler::trigger`]) from another process while a daemon may be
     /// ticking: it detects no missed fires and ends no stale runs (those
     /// belong to the daemon's start). Do not tick it.
-    pub fn attach(schedules: Arc<Schedules>, clock: C, launcher: Arc<L>) -> Self {
+    pub fn attach(schedules: Arc<dyn ScheduleStore>, clock: C, launcher: Arc<L>) -> Self {
         let (shutdown, _) = watch::channel(false);
         Self {
             schedules,
@@ -192,6 +240,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             launcher,
             actor: scheduler_actor(),
             hooks: Vec::new(),
+            hook_errors: Vec::new(),
             tasks: JoinSet::new(),
             shutdown,
         }
@@ -199,12 +248,16 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
 
     /// Adds a per-tick hook.
     pub fn add_hook(&mut self, hook: Box<dyn TickHook>) {
-        self.hooks.push(hook);
+        self.hooks.push(HookSlot {
+            name: hook.name().to_owned(),
+            hook: Arc::new(Mutex::new(hook)),
+            running: None,
+        });
     }
 
     /// The schedules.
-    pub fn schedules(&self) -> &Schedules {
-        &self.schedules
+    pub fn schedules(&self) -> &dyn ScheduleStore {
+        &*self.schedules
     }
 
     /// Runs started by this scheduler and not yet ended.
@@ -229,13 +282,45 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             }
             self.fire(&s, due, now, &mut report)?;
         }
-        for hook in &mut self.hooks {
-            if let Err(e) = hook.tick(now) {
-                tracing::warn!(hook = hook.name(), error = %e, "tick hook failed");
-                report.hook_errors.push(format!("{}: {e}", hook.name()));
+        self.drive_hooks(now, &mut report);
+        Ok(report)
+    }
+
+    /// Collects the hook runs that ended and starts a run of every hook
+    /// not running, each on a thread of its own: nothing here waits for a
+    /// hook.
+    fn drive_hooks(&mut self, now: Micros, report: &mut TickReport) {
+        for slot in &mut self.hooks {
+            if let Some(Err(e)) = slot.collect() {
+                tracing::warn!(hook = %slot.name, error = %e, "tick hook failed");
+                self.hook_errors.push(format!("{}: {e}", slot.name));
+            }
+            if slot.running.is_some() {
+                tracing::debug!(hook = %slot.name, "tick hook still running; not started again");
+                report.hooks_busy.push(slot.name.clone());
+            } else if let Err(e) = slot.start(now) {
+                tracing::warn!(hook = %slot.name, error = %e, "tick hook not started");
+                self.hook_errors.push(format!("{}: {e}", slot.name));
             }
         }
-        Ok(report)
+        report.hook_errors.append(&mut self.hook_errors);
+    }
+
+    /// Waits until every hook run in flight has ended; returns the errors
+    /// of those that failed (`name: error`; they are not reported again).
+    pub async fn wait_hooks(&mut self) -> Vec<String> {
+        for slot in &mut self.hooks {
+            if let Some(rx) = slot.running.take() {
+                let out = rx
+                    .await
+                    .unwrap_or_else(|_| Err("the hook panicked".to_owned()));
+                if let Err(e) = out {
+                    tracing::warn!(hook = %slot.name, error = %e, "tick hook failed");
+                    self.hook_errors.push(format!("{}: {e}", slot.name));
+                }
+            }
+        }
+        std::mem::take(&mut self.hook_errors)
     }
 
     /// Fires `name` now, whatever its due instant (still under its
@@ -326,7 +411,8 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     }
 
     /// Waits until every run this scheduler started has ended and been
-    /// recorded.
+    /// recorded. Hook runs in flight are not waited for
+    /// ([`Scheduler::wait_hooks`]).
     pub async fn wait_idle(&mut self) {
         while self.tasks.join_next().await.is_some() {}
     }
@@ -337,13 +423,14 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     pub async fn shutdown(mut self) {
         let _ = self.shutdown.send(true);
         self.wait_idle().await;
+        self.wait_hooks().await;
     }
 }
 
 /// What a stale run's session says: the run's status, reason and detail
 /// (`None`: the session still runs, leave the run).
 fn session_end(
-    schedules: &Schedules,
+    schedules: &dyn ScheduleStore,
     session: Option<&str>,
 ) -> Result<(Option<&'static str>, &'static str, String), Error> {
     let Some(session) = session else {
@@ -353,14 +440,7 @@ fn session_end(
             "no session was recorded for this run".into(),
         ));
     };
-    let conn = schedules.store().engine().conn()?;
-    let row: Option<(String, Option<String>)> =
-        rusqlite::OptionalExtension::optional(conn.query_row(
-            "SELECT status, status_reason_code FROM sessions WHERE id = ?1",
-            [session],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        ))?;
-    Ok(match row {
+    Ok(match schedules.session_status(session)? {
         None => (
             Some("failed"),
             "run.failed.exception",

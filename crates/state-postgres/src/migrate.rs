@@ -32,6 +32,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "read_side",
         sql: include_str!("../migrations/0002_read_side.sql"),
     },
+    Migration {
+        version: 3,
+        name: "schedules",
+        sql: include_str!("../migrations/0003_schedules.sql"),
+    },
 ];
 
 impl Migration {

@@ -371,3 +371,250 @@ fn the_daemon_tick_drives_the_outbox_due_scan() {
         0
     );
 }
+
+/// `lionrt --db <url>` with the tables in `schema`.
+fn lionrt_pg(url: &str, schema: &str, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .arg("--db")
+        .arg(url)
+        .args(args)
+        .env_remove("LIONRT_DB")
+        .env("LIONRT_PG_SCHEMA", schema)
+        .output()
+        .expect("run lionrt")
+}
+
+fn pg_daemon(url: &str, schema: &str, stderr: Stdio) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .arg("--db")
+        .arg(url)
+        .args(["daemon", "--interval", "0.1"])
+        .env_remove("LIONRT_DB")
+        .env("LIONRT_PG_SCHEMA", schema)
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start lionrt daemon")
+}
+
+/// The server (`LIONRT_TEST_PG`) and a schema of this test's own, dropped
+/// at the end; `None` (after saying why) without a server.
+struct PgSchema {
+    url: String,
+    name: String,
+}
+
+impl PgSchema {
+    fn new(tag: &str) -> Option<Self> {
+        let Ok(url) = std::env::var("LIONRT_TEST_PG") else {
+            #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+            {
+                eprintln!(
+                    "skipped: LIONRT_TEST_PG is unset (start a server with `eval \"$(.ci/pg-cluster start)\"`)"
+                );
+            }
+            return None;
+        };
+        let name = format!("lionrt_sched_{tag}_{}", std::process::id());
+        Some(Self { url, name })
+    }
+
+    fn client(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls).expect("connect")
+    }
+
+    fn count(&self, sql: &str) -> i64 {
+        self.client()
+            .query_one(&sql.replace("{s}", &self.name), &[])
+            .expect("count")
+            .get(0)
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        lionrt_pg(&self.url, &self.name, args)
+    }
+}
+
+impl Drop for PgSchema {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.url, postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+        }
+    }
+}
+
+#[test]
+fn the_schedule_verbs_work_on_postgres() {
+    let Some(pg) = PgSchema::new("verbs") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().to_str().expect("utf-8");
+    let out = pg.run(&[
+        "--json",
+        "schedule",
+        "create",
+        "nightly",
+        "--cron",
+        "0 3 * * *",
+        "--tz",
+        "Europe/Berlin",
+        "--prompt",
+        "p",
+        "--workspace",
+        ws,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let created = stdout_json(&out);
+    assert_eq!(created["status"], "enabled");
+    assert_eq!(created["spec"]["trigger"]["cron"]["tz"], "Europe/Berlin");
+    let bad = pg.run(&[
+        "schedule",
+        "create",
+        "x",
+        "--cron",
+        "0 3 * * *",
+        "--tz",
+        "Nowhere/Atlantis",
+        "--prompt",
+        "p",
+    ]);
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("time zone"),
+        "{bad:?}"
+    );
+
+    let ls = stdout_json(&pg.run(&["--json", "schedule", "ls"]));
+    assert_eq!(ls.as_array().map(Vec::len), Some(1));
+    let show = stdout_json(&pg.run(&["--json", "schedule", "show", "nightly"]));
+    assert_eq!(show["spec"]["name"], "nightly");
+    let off = stdout_json(&pg.run(&["--json", "schedule", "disable", "nightly"]));
+    assert_eq!(off["status"], "disabled");
+    let on = stdout_json(&pg.run(&["--json", "schedule", "enable", "nightly"]));
+    assert_eq!(on["status"], "enabled");
+
+    // trigger: fires now through the runner, recording in PostgreSQL.
+    let trig = pg.run(&["--json", "schedule", "trigger", "nightly"]);
+    assert!(trig.status.success(), "{trig:?}");
+    let runs = stdout_json(&trig);
+    assert_eq!(runs[0]["status"], "completed", "{runs}");
+    let session = runs[0]["session_id"].as_str().expect("session").to_owned();
+    assert_eq!(
+        pg.count(&format!(
+            "SELECT count(*) FROM {{s}}.sessions WHERE id = '{session}' AND status = 'completed'"
+        )),
+        1
+    );
+    let listed = stdout_json(&pg.run(&["--json", "schedule", "runs", "nightly"]));
+    assert_eq!(listed.as_array().map(Vec::len), Some(1));
+
+    // validate and apply: one transaction on the server.
+    let set = dir.path().join("set.json");
+    std::fs::write(
+        &set,
+        format!(
+            r#"[{{"name": "nightly", "trigger": {{"cron": {{"expr": "0 4 * * *", "tz": "Europe/Berlin"}}}}, "run": {{"prompt": "p", "workspace": "{ws}"}}}},
+                {{"name": "poll", "trigger": {{"interval": {{"seconds": 60}}}}, "run": {{"prompt": "p", "workspace": "{ws}"}}}}]"#
+        ),
+    )
+    .expect("set");
+    let set_arg = set.to_str().expect("utf-8");
+    assert!(pg.run(&["schedule", "validate", set_arg]).status.success());
+    let r = stdout_json(&pg.run(&["--json", "schedule", "apply", set_arg]));
+    assert_eq!(r["created"], serde_json::json!(["poll"]));
+    assert_eq!(r["updated"], serde_json::json!(["nightly"]));
+
+    assert!(pg.run(&["schedule", "delete", "nightly"]).status.success());
+    assert!(!pg.run(&["schedule", "show", "nightly"]).status.success());
+    assert_eq!(
+        pg.count("SELECT count(*) FROM {s}.schedules WHERE status != 'deleted'"),
+        1
+    );
+}
+
+#[test]
+fn a_daemon_on_postgres_fires_runs_and_a_second_daemon_is_refused_by_the_advisory_lock() {
+    let Some(pg) = PgSchema::new("daemon") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = pg.run(&[
+        "schedule",
+        "create",
+        "tick",
+        "--every",
+        "1",
+        "--prompt",
+        "p",
+        "--workspace",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let mut first = pg_daemon(&pg.url, &pg.name, Stdio::null());
+    let completed = "SELECT count(*) FROM {s}.schedule_runs WHERE status = 'completed'";
+    assert!(
+        wait_until(Duration::from_secs(60), || pg.count(completed) >= 1),
+        "the daemon fired a run that completed"
+    );
+    // A second daemon on the same schema (another host, in effect) finds
+    // the advisory lock held and exits without ticking.
+    let second = pg_daemon(&pg.url, &pg.name, Stdio::piped())
+        .wait_with_output()
+        .expect("second daemon");
+    assert!(!second.status.success());
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(err.contains("advisory lock"), "{err}");
+    assert!(
+        first.try_wait().expect("poll").is_none(),
+        "the first still ticks"
+    );
+
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&first),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM");
+    let status = first.wait().expect("wait");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(
+        pg.count("SELECT count(*) FROM {s}.schedule_runs WHERE status = 'running'"),
+        0,
+        "no run left running after a graceful stop"
+    );
+    // Released with its connection: a new daemon may tick.
+    let mut again = pg_daemon(&pg.url, &pg.name, Stdio::null());
+    let before = pg.count(completed);
+    assert!(
+        wait_until(Duration::from_secs(60), || pg.count(completed) > before),
+        "the next daemon ticks"
+    );
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&again),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM");
+    assert!(again.wait().expect("wait").success());
+}
+
+#[test]
+fn schedule_and_daemon_never_print_a_postgres_password() {
+    // Nothing listens on loopback port 1: the connection is refused.
+    let url = "postgres://lionrt:hunter2secret@127.0.0.1:1/lionrt?connect_timeout=2";
+    for args in [
+        &["schedule", "ls"][..],
+        &["schedule", "trigger", "x"][..],
+        &["daemon", "--ticks", "1"][..],
+    ] {
+        let out = lionrt_pg(url, "lionrt", args);
+        assert!(!out.status.success(), "{args:?}");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!all.contains("hunter2secret"), "{args:?}: {all}");
+        assert!(all.contains("lionrt:***@127.0.0.1:1"), "{args:?}: {all}");
+    }
+}

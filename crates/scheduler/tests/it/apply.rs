@@ -1,5 +1,7 @@
 //! Declarative sets: apply reconciles in one transaction.
 
+#[allow(unused_imports, reason = "trait methods")]
+use scheduler::ScheduleStore;
 use scheduler::{Error, parse_set};
 
 use crate::common::{Env, cron, interval};

@@ -36,22 +36,7 @@ impl Env {
     /// A launcher whose leg waits until the gate file exists, then replays
     /// the script.
     pub(crate) fn launcher(&self) -> Arc<RunnerLauncher> {
-        let gate = self.gate();
-        Arc::new(RunnerLauncher::new(
-            Arc::new(Store::new(self.engine.clone())),
-            LegProgram {
-                program: "/bin/sh".into(),
-                args: vec![
-                    "-c".into(),
-                    format!(
-                        "while [ ! -e '{}' ]; do sleep 0.02; done; cat \"$2\"",
-                        gate.display()
-                    ),
-                    "leg".into(),
-                ],
-            },
-            Actor::new(ActorType::Executor, "sched-test"),
-        ))
+        gated_launcher(Store::new(self.engine.clone()), &self.gate())
     }
 
     pub(crate) fn open_gate(&self) {
@@ -61,6 +46,26 @@ impl Env {
     pub(crate) fn conn(&self) -> state_sqlite::Conn {
         self.engine.conn().expect("conn")
     }
+}
+
+/// A launcher recording on `store` whose leg waits until `gate` exists,
+/// then replays the script.
+pub(crate) fn gated_launcher<R>(store: R, gate: &Path) -> Arc<RunnerLauncher<R>> {
+    Arc::new(RunnerLauncher::new(
+        Arc::new(store),
+        LegProgram {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                format!(
+                    "while [ ! -e '{}' ]; do sleep 0.02; done; cat \"$2\"",
+                    gate.display()
+                ),
+                "leg".into(),
+            ],
+        },
+        Actor::new(ActorType::Executor, "sched-test"),
+    ))
 }
 
 pub(crate) fn interval(name: &str, seconds: u64, workspace: &Path) -> ScheduleSpec {

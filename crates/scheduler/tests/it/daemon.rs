@@ -1,6 +1,8 @@
 //! The tick loop with an injected clock: fires, overlap skips, missed-fire
 //! detection once per start, stalls coalesce, graceful shutdown.
 
+#[allow(unused_imports, reason = "trait methods")]
+use scheduler::ScheduleStore;
 use std::sync::Arc;
 
 use scheduler::{ManualClock, MissedFire, Scheduler, SchedulerConfig};
@@ -35,7 +37,7 @@ fn fires_when_due_and_skips_a_fire_that_overlaps_the_running_one() {
         .expect("create");
     runtime().block_on(async {
         let (mut sched, pre) = Scheduler::start(
-            Arc::clone(&schedules),
+            schedules.clone(),
             Arc::clone(&clock),
             env.launcher(),
             SchedulerConfig::default(),
@@ -90,7 +92,7 @@ fn a_concurrency_cap_of_two_allows_two_running_runs_before_skipping() {
     let s = schedules.create(&spec, T0).expect("create");
     runtime().block_on(async {
         let (mut sched, _) = Scheduler::start(
-            Arc::clone(&schedules),
+            schedules.clone(),
             Arc::clone(&clock),
             env.launcher(),
             SchedulerConfig::default(),
@@ -134,7 +136,7 @@ fn missed_fires_are_detected_once_at_start_stamped_at_detection() {
     let restart = scheduler::Clock::now(&*clock);
     runtime().block_on(async {
         let (mut sched, pre) = Scheduler::start(
-            Arc::clone(&schedules),
+            schedules.clone(),
             Arc::clone(&clock),
             env.launcher(),
             SchedulerConfig::default(),
@@ -175,7 +177,7 @@ fn missed_fires_are_detected_once_at_start_stamped_at_detection() {
     clock.advance_secs(125);
     runtime().block_on(async {
         let (sched, pre) = Scheduler::start(
-            Arc::clone(&schedules),
+            schedules.clone(),
             Arc::clone(&clock),
             env.launcher(),
             SchedulerConfig::default(),
@@ -197,7 +199,7 @@ fn shutdown_cancels_running_legs_and_records_their_sessions_cancelled() {
         .expect("create");
     runtime().block_on(async {
         let (mut sched, _) = Scheduler::start(
-            Arc::clone(&schedules),
+            schedules.clone(),
             Arc::clone(&clock),
             env.launcher(),
             SchedulerConfig::default(),
@@ -283,7 +285,7 @@ fn every_tick_drives_every_hook_and_a_failing_hook_does_not_stop_the_tick() {
     let mirror = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     runtime().block_on(async {
         let (mut sched, _) = Scheduler::start(
-            Arc::clone(&schedules),
+            schedules.clone(),
             Arc::clone(&clock),
             env.launcher(),
             SchedulerConfig::default(),
@@ -303,7 +305,11 @@ fn every_tick_drives_every_hook_and_a_failing_hook_does_not_stop_the_tick() {
             clock.advance_secs(60);
             let r = sched.tick().expect("tick");
             assert_eq!(r.fired.len(), 1, "the schedule still fires");
-            assert_eq!(r.hook_errors, ["outbox: scan refused"]);
+            assert!(r.hooks_busy.is_empty(), "{r:?}");
+            // The hooks run on threads of their own; their errors come back
+            // when they end, once.
+            assert_eq!(sched.wait_hooks().await, ["outbox: scan refused"]);
+            assert!(sched.wait_hooks().await.is_empty());
             sched.wait_idle().await;
         }
     });
@@ -328,7 +334,7 @@ fn missed_fires_beyond_the_row_cap_are_counted_on_the_last_row() {
         ..SchedulerConfig::default()
     };
     let (_sched, pre) = Scheduler::start(
-        Arc::clone(&schedules),
+        schedules.clone(),
         Arc::clone(&clock),
         env.launcher(),
         config,
@@ -347,4 +353,83 @@ fn missed_fires_beyond_the_row_cap_are_counted_on_the_last_row() {
     let meta: serde_json::Value = serde_json::from_str(&meta).expect("json");
     assert_eq!(meta["metadata"]["more"], 988, "{meta}");
     assert_eq!(meta["metadata"]["more_is_lower_bound"], false, "{meta}");
+}
+
+/// A hook that blocks until released, telling when it started.
+struct Slow {
+    started: std::sync::mpsc::Sender<i64>,
+    release: std::sync::mpsc::Receiver<()>,
+}
+
+impl scheduler::TickHook for Slow {
+    fn name(&self) -> &str {
+        "slow"
+    }
+
+    fn tick(&mut self, now: i64) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let _ = self.started.send(now);
+        // Bounded, so a tick that ran hooks inline would fail below rather
+        // than hang.
+        self.release
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .map_err(|e| format!("never released: {e}"))?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_slow_hook_does_not_hold_up_the_next_tick() {
+    let env = Env::new();
+    let schedules = env.schedules();
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut spec = interval("poll", 60, env.dir.path());
+    spec.max_concurrent = 5;
+    let s = schedules.create(&spec, T0).expect("create");
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    runtime().block_on(async {
+        let (mut sched, _) = Scheduler::start(
+            schedules.clone(),
+            Arc::clone(&clock),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        sched.add_hook(Box::new(Slow {
+            started: started_tx,
+            release: release_rx,
+        }));
+        clock.advance_secs(60);
+        let first = sched.tick().expect("tick");
+        assert_eq!(first.fired.len(), 1);
+        let t1 = started
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the hook started");
+        assert_eq!(t1, T0 + 60_000_000);
+
+        // The hook still blocks: the next tick fires on time, reports the
+        // hook busy and does not start it a second time.
+        clock.advance_secs(60);
+        let second = sched.tick().expect("tick");
+        assert_eq!(second.fired.len(), 1, "{second:?}");
+        assert_eq!(second.hooks_busy, ["slow"]);
+        assert!(started.try_recv().is_err(), "not started again while busy");
+        assert_eq!(runs(&env, &s.id).len(), 2);
+
+        release.send(()).expect("release");
+        assert!(sched.wait_hooks().await.is_empty());
+        clock.advance_secs(60);
+        let third = sched.tick().expect("tick");
+        assert!(third.hooks_busy.is_empty(), "{third:?}");
+        assert_eq!(
+            started
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("started again"),
+            T0 + 180_000_000
+        );
+        release.send(()).expect("release");
+        assert!(sched.wait_hooks().await.is_empty());
+        env.open_gate();
+        sched.wait_idle().await;
+    });
 }

@@ -30,6 +30,108 @@ fn cron_is_evaluated_in_its_zone() {
     );
 }
 
+/// Every next instant of `spec` from `from`, `n` of them, as RFC 3339 UTC.
+fn series(spec: &ScheduleSpec, from: &str, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut now = at(from);
+    for _ in 0..n {
+        let next = spec.next_after(now, now).expect("next").expect("some");
+        out.push(
+            chrono::DateTime::from_timestamp_micros(next)
+                .expect("instant")
+                .format("%Y-%m-%dT%H:%M:%SZ")
+                .to_string(),
+        );
+        now = next;
+    }
+    out
+}
+
+#[test]
+fn a_named_zone_follows_its_daylight_saving_time() {
+    let berlin = cron("b", "0 9 * * *", "Europe/Berlin", &ws());
+    berlin.validate().expect("an IANA name is a zone");
+    // 09:00 in Berlin is 08:00 UTC in winter (CET) and 07:00 in summer.
+    assert_eq!(
+        series(&berlin, "2026-01-15T12:00:00Z", 1),
+        ["2026-01-16T08:00:00Z"]
+    );
+    assert_eq!(
+        series(&berlin, "2026-07-15T12:00:00Z", 1),
+        ["2026-07-16T07:00:00Z"]
+    );
+    let err = cron("m", "0 9 * * *", "Mars/Olympus_Mons", &ws())
+        .validate()
+        .expect_err("unknown zone")
+        .to_string();
+    assert!(err.contains("IANA"), "{err}");
+}
+
+#[test]
+fn a_fixed_time_in_the_spring_gap_fires_once_right_after_it() {
+    // Europe/Berlin, 2026-03-29: 02:00 CET jumps to 03:00 CEST (01:00 UTC),
+    // so 02:30 does not exist that day. It fires once at 03:00 CEST, then
+    // at 02:30 CEST on the following days.
+    let s = cron("g", "30 2 * * *", "Europe/Berlin", &ws());
+    assert_eq!(
+        series(&s, "2026-03-28T12:00:00Z", 3),
+        [
+            "2026-03-29T01:00:00Z",
+            "2026-03-30T00:30:00Z",
+            "2026-03-31T00:30:00Z"
+        ]
+    );
+}
+
+#[test]
+fn a_step_field_skips_the_instants_inside_the_spring_gap() {
+    // */30 at 01:30 CET (00:30 UTC), then the gap: 02:00 and 02:30 never
+    // happen; the next is 03:00 CEST (01:00 UTC), half an hour of real time
+    // later, then every 30 minutes again.
+    let s = cron("w", "*/30 * * * *", "Europe/Berlin", &ws());
+    assert_eq!(
+        series(&s, "2026-03-29T00:15:00Z", 3),
+        [
+            "2026-03-29T00:30:00Z",
+            "2026-03-29T01:00:00Z",
+            "2026-03-29T01:30:00Z"
+        ]
+    );
+}
+
+#[test]
+fn a_fixed_time_in_the_autumn_overlap_fires_once_in_the_first_pass() {
+    // Europe/Berlin, 2026-10-25: 03:00 CEST goes back to 02:00 CET (01:00
+    // UTC), so 02:30 happens twice (00:30 and 01:30 UTC). It fires once, at
+    // the first; the next fire is the following day's 02:30 CET.
+    let s = cron("o", "30 2 * * *", "Europe/Berlin", &ws());
+    assert_eq!(
+        series(&s, "2026-10-24T12:00:00Z", 2),
+        ["2026-10-25T00:30:00Z", "2026-10-26T01:30:00Z"]
+    );
+    // Started inside the overlap's second pass, it waits for the next day.
+    assert_eq!(
+        series(&s, "2026-10-25T01:10:00Z", 1),
+        ["2026-10-26T01:30:00Z"]
+    );
+}
+
+#[test]
+fn a_step_field_fires_in_both_passes_of_the_autumn_overlap() {
+    // */30 from 02:15 CEST: 02:30 CEST, 02:00 CET, 02:30 CET, 03:00 CET,
+    // every 30 minutes of real time, never going back.
+    let s = cron("w", "*/30 * * * *", "Europe/Berlin", &ws());
+    assert_eq!(
+        series(&s, "2026-10-25T00:15:00Z", 4),
+        [
+            "2026-10-25T00:30:00Z",
+            "2026-10-25T01:00:00Z",
+            "2026-10-25T01:30:00Z",
+            "2026-10-25T02:00:00Z"
+        ]
+    );
+}
+
 #[test]
 fn cron_seconds_are_optional() {
     let six = cron("s", "*/15 * * * * *", "UTC", &ws());

@@ -1,0 +1,413 @@
+//! [`PgSchedules`]: the schedule tables of one PostgreSQL schema, shared by
+//! many hosts.
+//!
+//! Definitions change inside one transaction that first takes
+//! `LOCK TABLE schedules IN SHARE ROW EXCLUSIVE MODE` (the lock conflicts
+//! with itself, so two hosts' `apply`/`create` run one after the other, as
+//! SQLite's `BEGIN IMMEDIATE` makes them; plain reads go on), each status
+//! change appending its `status_transitions` row in the same transaction.
+//! Runs are created and ended through [`PgStore`]'s guarded transitions.
+//! The tick's `advance` is a compare-and-swap on the due instant it read
+//! (`IS NOT DISTINCT FROM`), so a definition changed meanwhile wins.
+//!
+//! The `postgres` driver runs a runtime of its own and panics when it is
+//! called on an async runtime's thread; every method here detects that and
+//! runs its work on a helper thread instead, so the scheduler may call it
+//! from its tick and from its run tasks alike.
+
+use lifecycle_core::{Actor, InitialCommand, OutcomeKind};
+use postgres::GenericClient;
+use postgres::types::ToSql;
+use state_postgres::{PgStore, TickLock};
+
+use crate::error::Error;
+use crate::model::{Micros, ScheduleSpec};
+use crate::store::{
+    ApplyReport, ApplyStep, CREATED, DELETED, Schedule, ScheduleRun, ScheduleStore, check_create,
+    decode, enable_change, end_command, initial_status, new_id, plan_apply, run_reason, to_json,
+    validate_set,
+};
+
+/// The name of the scheduler's advisory tick lock.
+pub const TICK_LOCK: &str = "scheduler";
+
+/// The schedule tables of one PostgreSQL schema.
+#[derive(Debug)]
+pub struct PgSchedules {
+    store: PgStore,
+    actor: Actor,
+}
+
+const SELECT: &str = "SELECT id, status, spec_json, next_fire_at, last_fire_at FROM schedules";
+
+/// Runs `f` here, or on a helper thread when this thread is inside an
+/// async runtime (where the driver's own `block_on` would panic).
+fn off_runtime<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|s| match s.spawn(f).join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+impl PgSchedules {
+    /// Schedules of `store`, changed by `actor`.
+    pub fn new(store: PgStore, actor: Actor) -> Self {
+        Self { store, actor }
+    }
+
+    /// The lifecycle store.
+    pub fn store(&self) -> &PgStore {
+        &self.store
+    }
+
+    /// Takes the advisory tick lock of this schema without waiting: one
+    /// ticking daemon per schema, whatever the number of hosts. The server
+    /// releases it when the holder's connection ends (even by SIGKILL).
+    /// [`Error::AdvisoryLocked`] when another session holds it.
+    pub fn tick_lock(&self) -> Result<TickLock, Error> {
+        off_runtime(|| {
+            TickLock::try_acquire(self.store.engine(), TICK_LOCK)?
+                .ok_or_else(|| Error::AdvisoryLocked(self.store.engine().schema().to_owned()))
+        })
+    }
+
+    fn conn(&self) -> Result<state_postgres::PgConn, Error> {
+        Ok(self.store.engine().conn()?)
+    }
+
+    fn definitions<T: Send>(
+        &self,
+        f: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T, Error> + Send,
+    ) -> Result<T, Error> {
+        off_runtime(|| {
+            let mut conn = self.conn()?;
+            let mut tx = conn.transaction()?;
+            tx.batch_execute("LOCK TABLE schedules IN SHARE ROW EXCLUSIVE MODE")?;
+            let out = f(&mut tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+}
+
+impl ScheduleStore for PgSchedules {
+    fn create(&self, spec: &ScheduleSpec, now: Micros) -> Result<Schedule, Error> {
+        check_create(spec, now)?;
+        self.definitions(|tx| {
+            if find(tx, &spec.name)?.is_some() {
+                return Err(Error::Exists(spec.name.clone()));
+            }
+            insert(tx, spec, now, &self.actor)?;
+            find(tx, &spec.name)?.ok_or_else(|| Error::NotFound(spec.name.clone()))
+        })
+    }
+
+    fn list(&self) -> Result<Vec<Schedule>, Error> {
+        off_runtime(|| list_in(&mut *self.conn()?))
+    }
+
+    fn get(&self, name: &str) -> Result<Option<Schedule>, Error> {
+        off_runtime(|| find(&mut *self.conn()?, name))
+    }
+
+    fn set_enabled(&self, name: &str, enabled: bool, now: Micros) -> Result<Schedule, Error> {
+        self.definitions(|tx| {
+            let s = find(tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))?;
+            if let Some((to, code, next)) = enable_change(&s, enabled, now)? {
+                move_status(tx, &s.id, &s.status, to, code, &self.actor, now)?;
+                tx.execute(
+                    "UPDATE schedules SET next_fire_at = $2 WHERE id = $1",
+                    &[&s.id, &next],
+                )?;
+            }
+            find(tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))
+        })
+    }
+
+    fn delete(&self, name: &str, now: Micros) -> Result<Schedule, Error> {
+        self.definitions(|tx| {
+            let s = find(tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))?;
+            delete_in(tx, &s, &self.actor, now)?;
+            Ok(s)
+        })
+    }
+
+    fn apply(&self, set: &[ScheduleSpec], now: Micros) -> Result<ApplyReport, Error> {
+        validate_set(set)?;
+        self.definitions(|tx| {
+            let existing = list_in(tx)?;
+            let (steps, report) = plan_apply(&existing, set, now)?;
+            for step in steps {
+                match step {
+                    ApplyStep::Create(spec) => insert(tx, spec, now, &self.actor)?,
+                    ApplyStep::Update {
+                        stored,
+                        spec,
+                        status,
+                        next,
+                    } => {
+                        if let Some((to, code)) = status {
+                            move_status(tx, &stored.id, &stored.status, to, code, &self.actor, now)?;
+                        }
+                        tx.execute(
+                            "UPDATE schedules SET spec_json = $2, next_fire_at = $3, updated_at = $4 WHERE id = $1",
+                            &[&stored.id, &to_json(spec), &next, &now],
+                        )?;
+                    }
+                    ApplyStep::Delete(s) => delete_in(tx, s, &self.actor, now)?,
+                }
+            }
+            Ok(report)
+        })
+    }
+
+    fn runs(&self, schedule: Option<&str>, limit: u32) -> Result<Vec<ScheduleRun>, Error> {
+        off_runtime(|| {
+            let mut conn = self.conn()?;
+            let id = match schedule {
+                Some(n) => Some(
+                    find(&mut *conn, n)?
+                        .map(|s| s.id)
+                        .unwrap_or_else(|| n.to_owned()),
+                ),
+                None => None,
+            };
+            let rows = conn.query(
+                "SELECT id, schedule_id, status, status_reason_code, due_at, detected_at, session_id, status_reason_json
+                 FROM schedule_runs WHERE ($1::text IS NULL OR schedule_id = $1)
+                 ORDER BY created_at DESC, id DESC LIMIT $2",
+                &[&id, &i64::from(limit)],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    Ok(ScheduleRun {
+                        id: r.try_get(0)?,
+                        schedule_id: r.try_get(1)?,
+                        status: r.try_get(2)?,
+                        reason: r.try_get(3)?,
+                        due_at: r.try_get(4)?,
+                        detected_at: r.try_get(5)?,
+                        session_id: r.try_get(6)?,
+                        reason_json: r.try_get(7)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn due(&self, now: Micros) -> Result<Vec<Schedule>, Error> {
+        off_runtime(|| {
+            let rows = self.conn()?.query(
+                &format!(
+                    "{SELECT} WHERE status = 'enabled' AND next_fire_at <= $1 ORDER BY next_fire_at, id"
+                ),
+                &[&now],
+            )?;
+            rows.iter().map(row).collect()
+        })
+    }
+
+    fn running_count(&self, schedule_id: &str) -> Result<u32, Error> {
+        off_runtime(|| {
+            let n: i64 = self
+                .conn()?
+                .query_one(
+                    "SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'running'",
+                    &[&schedule_id],
+                )?
+                .try_get(0)?;
+            Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        })
+    }
+
+    fn advance(
+        &self,
+        id: &str,
+        from: Option<Micros>,
+        next: Option<Micros>,
+        fired_at: Option<Micros>,
+    ) -> Result<bool, Error> {
+        off_runtime(|| {
+            let n = self.conn()?.execute(
+                "UPDATE schedules SET next_fire_at = $3, last_fire_at = coalesce($4, last_fire_at)
+                 WHERE id = $1 AND next_fire_at IS NOT DISTINCT FROM $2",
+                &[&id, &from, &next, &fired_at],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
+    fn record_run(
+        &self,
+        run_id: &str,
+        schedule_id: &str,
+        status: &str,
+        reason: &str,
+        reason_json: serde_json::Value,
+        due_at: Micros,
+        detected_at: Micros,
+        session_id: Option<&str>,
+        actor: &Actor,
+    ) -> Result<(), Error> {
+        off_runtime(|| {
+            let out = self.store.create(&InitialCommand {
+                entity_type: "schedule_run".into(),
+                entity_id: run_id.into(),
+                status: status.into(),
+                reason: run_reason(reason, reason_json),
+                actor: actor.clone(),
+                patch: Default::default(),
+            })?;
+            if out.result != OutcomeKind::Applied {
+                return Err(Error::Exists(run_id.to_owned()));
+            }
+            self.conn()?.execute(
+                "UPDATE schedule_runs SET schedule_id = $2, due_at = $3, detected_at = $4, session_id = $5 WHERE id = $1",
+                &[&run_id, &schedule_id, &due_at, &detected_at, &session_id],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn end_run(
+        &self,
+        run_id: &str,
+        status: &str,
+        reason: &str,
+        ended_at: Micros,
+        error: Option<&str>,
+        actor: &Actor,
+    ) -> Result<bool, Error> {
+        let cmd = end_command(run_id, status, reason, ended_at, error, actor);
+        off_runtime(|| Ok(self.store.transition(&cmd)?.result == OutcomeKind::Applied))
+    }
+
+    fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error> {
+        off_runtime(|| {
+            let rows = self.conn()?.query(
+                "SELECT id, session_id FROM schedule_runs WHERE status = 'running'",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                .collect()
+        })
+    }
+
+    fn session_status(&self, session_id: &str) -> Result<Option<(String, Option<String>)>, Error> {
+        off_runtime(|| {
+            let row = self.conn()?.query_opt(
+                "SELECT status, status_reason_code FROM sessions WHERE id = $1",
+                &[&session_id],
+            )?;
+            row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
+        })
+    }
+}
+
+fn row(r: &postgres::Row) -> Result<Schedule, Error> {
+    decode(
+        r.try_get(0)?,
+        r.try_get(1)?,
+        r.try_get(2)?,
+        r.try_get(3)?,
+        r.try_get(4)?,
+    )
+}
+
+fn list_in(c: &mut impl GenericClient) -> Result<Vec<Schedule>, Error> {
+    let rows = c.query(
+        &format!("{SELECT} WHERE status != 'deleted' AND name IS NOT NULL ORDER BY name"),
+        &[],
+    )?;
+    rows.iter().map(row).collect()
+}
+
+fn find(c: &mut impl GenericClient, name: &str) -> Result<Option<Schedule>, Error> {
+    c.query_opt(
+        &format!(
+            "{SELECT} WHERE status != 'deleted' AND (name = $1 OR id = $1)
+             ORDER BY (name = $1) IS TRUE DESC LIMIT 1"
+        ),
+        &[&name],
+    )?
+    .as_ref()
+    .map(row)
+    .transpose()
+}
+
+fn insert(
+    tx: &mut impl GenericClient,
+    spec: &ScheduleSpec,
+    now: Micros,
+    actor: &Actor,
+) -> Result<(), Error> {
+    let id = new_id(spec, now);
+    let status = initial_status(spec);
+    let next = spec.first_due(now)?;
+    tx.execute(
+        "INSERT INTO schedules (id, status, status_reason_code, created_at, updated_at, name, spec_json, next_fire_at)
+         VALUES ($1, $2, $3, $4, $4, $5, $6, $7)",
+        &[&id, &status, &CREATED, &now, &spec.name, &to_json(spec), &next],
+    )?;
+    history(tx, &id, None, status, CREATED, actor, now)
+}
+
+fn delete_in(
+    tx: &mut impl GenericClient,
+    s: &Schedule,
+    actor: &Actor,
+    now: Micros,
+) -> Result<(), Error> {
+    move_status(tx, &s.id, &s.status, "deleted", DELETED, actor, now)?;
+    tx.execute(
+        "UPDATE schedules SET name = NULL, next_fire_at = NULL WHERE id = $1",
+        &[&s.id],
+    )?;
+    Ok(())
+}
+
+fn move_status(
+    tx: &mut impl GenericClient,
+    id: &str,
+    from: &str,
+    to: &str,
+    code: &str,
+    actor: &Actor,
+    now: Micros,
+) -> Result<(), Error> {
+    tx.execute(
+        "UPDATE schedules SET status = $2, status_reason_code = $3, updated_at = $4 WHERE id = $1",
+        &[&id, &to, &code, &now],
+    )?;
+    history(tx, id, Some(from), to, code, actor, now)
+}
+
+fn history(
+    tx: &mut impl GenericClient,
+    id: &str,
+    from: Option<&str>,
+    to: &str,
+    code: &str,
+    actor: &Actor,
+    now: Micros,
+) -> Result<(), Error> {
+    let params: [&(dyn ToSql + Sync); 7] = [
+        &id,
+        &from,
+        &to,
+        &code,
+        &actor.kind.as_str(),
+        &actor.id,
+        &now,
+    ];
+    tx.execute(
+        "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code, reason_json, actor_type, actor_id, created_at)
+         VALUES ('schedule', $1, $2, $3, $4, '{}', $5, $6, $7)",
+        &params,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,352 @@
+//! [`Schedules`]: the schedule tables of one SQLite state file.
+//!
+//! Definitions are written with plain SQL inside one `BEGIN IMMEDIATE`
+//! transaction (so `apply` of a whole set is atomic), each status change
+//! appending its `status_transitions` row in the same transaction. Runs are
+//! created and ended through the lifecycle store (`Store::create` /
+//! `Store::transition`).
+
+use lifecycle_core::{Actor, InitialCommand, OutcomeKind};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde_json::json;
+use state_sqlite::Store;
+
+use crate::error::Error;
+use crate::model::{Micros, ScheduleSpec};
+use crate::store::{
+    ApplyReport, ApplyStep, CREATED, DELETED, Schedule, ScheduleRun, ScheduleStore, check_create,
+    decode, enable_change, end_command, initial_status, new_id, plan_apply, run_reason, to_json,
+    validate_set,
+};
+
+/// The schedule tables of one SQLite state file.
+#[derive(Debug)]
+pub struct Schedules {
+    store: Store,
+    actor: Actor,
+}
+
+const SELECT: &str = "SELECT id, status, spec_json, next_fire_at, last_fire_at FROM schedules";
+
+impl Schedules {
+    /// Schedules of `store`, changed by `actor`.
+    pub fn new(store: Store, actor: Actor) -> Self {
+        Self { store, actor }
+    }
+
+    /// The lifecycle store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    fn conn(&self) -> Result<state_sqlite::Conn, Error> {
+        Ok(self.store.engine().conn()?)
+    }
+
+    fn get_or_missing(&self, name: &str) -> Result<Schedule, Error> {
+        self.get(name)?
+            .ok_or_else(|| Error::NotFound(name.to_owned()))
+    }
+}
+
+impl ScheduleStore for Schedules {
+    fn create(&self, spec: &ScheduleSpec, now: Micros) -> Result<Schedule, Error> {
+        check_create(spec, now)?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if find(&tx, &spec.name)?.is_some() {
+            return Err(Error::Exists(spec.name.clone()));
+        }
+        insert(&tx, spec, now, &self.actor)?;
+        tx.commit()?;
+        drop(conn);
+        self.get_or_missing(&spec.name)
+    }
+
+    fn list(&self) -> Result<Vec<Schedule>, Error> {
+        list_in(&*self.conn()?)
+    }
+
+    fn get(&self, name: &str) -> Result<Option<Schedule>, Error> {
+        find(&*self.conn()?, name)
+    }
+
+    fn set_enabled(&self, name: &str, enabled: bool, now: Micros) -> Result<Schedule, Error> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let s = find(&tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))?;
+        if let Some((to, code, next)) = enable_change(&s, enabled, now)? {
+            move_status(&tx, &s.id, &s.status, to, code, &self.actor, now)?;
+            tx.execute(
+                "UPDATE schedules SET next_fire_at = ?2 WHERE id = ?1",
+                params![s.id, next],
+            )?;
+        }
+        tx.commit()?;
+        drop(conn);
+        self.get_or_missing(name)
+    }
+
+    fn delete(&self, name: &str, now: Micros) -> Result<Schedule, Error> {
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let s = find(&tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))?;
+        delete_in(&tx, &s, &self.actor, now)?;
+        tx.commit()?;
+        Ok(s)
+    }
+
+    fn apply(&self, set: &[ScheduleSpec], now: Micros) -> Result<ApplyReport, Error> {
+        validate_set(set)?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let existing = list_in(&tx)?;
+        let (steps, report) = plan_apply(&existing, set, now)?;
+        for step in steps {
+            match step {
+                ApplyStep::Create(spec) => insert(&tx, spec, now, &self.actor)?,
+                ApplyStep::Update {
+                    stored,
+                    spec,
+                    status,
+                    next,
+                } => {
+                    if let Some((to, code)) = status {
+                        move_status(&tx, &stored.id, &stored.status, to, code, &self.actor, now)?;
+                    }
+                    tx.execute(
+                        "UPDATE schedules SET spec_json = ?2, next_fire_at = ?3, updated_at = ?4 WHERE id = ?1",
+                        params![stored.id, to_json(spec), next, now],
+                    )?;
+                }
+                ApplyStep::Delete(s) => delete_in(&tx, s, &self.actor, now)?,
+            }
+        }
+        tx.commit()?;
+        Ok(report)
+    }
+
+    fn runs(&self, schedule: Option<&str>, limit: u32) -> Result<Vec<ScheduleRun>, Error> {
+        let conn = self.conn()?;
+        let id = match schedule {
+            Some(n) => Some(
+                find(&conn, n)?
+                    .map(|s| s.id)
+                    .unwrap_or_else(|| n.to_owned()),
+            ),
+            None => None,
+        };
+        let mut stmt = conn.prepare(
+            "SELECT id, schedule_id, status, status_reason_code, due_at, detected_at, session_id, status_reason_json
+             FROM schedule_runs WHERE (?1 IS NULL OR schedule_id = ?1)
+             ORDER BY created_at DESC, id DESC LIMIT ?2",
+        )?;
+        let rows = stmt
+            .query_map(params![id, limit], |r| {
+                Ok(ScheduleRun {
+                    id: r.get(0)?,
+                    schedule_id: r.get(1)?,
+                    status: r.get(2)?,
+                    reason: r.get(3)?,
+                    due_at: r.get(4)?,
+                    detected_at: r.get(5)?,
+                    session_id: r.get(6)?,
+                    reason_json: r.get(7)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    fn due(&self, now: Micros) -> Result<Vec<Schedule>, Error> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "{SELECT} WHERE status = 'enabled' AND next_fire_at <= ?1 ORDER BY next_fire_at, id"
+        ))?;
+        let rows = stmt.query_map([now], raw)?.collect::<Result<Vec<_>, _>>()?;
+        rows.into_iter()
+            .map(|r| decode(r.0, r.1, r.2, r.3, r.4))
+            .collect()
+    }
+
+    fn running_count(&self, schedule_id: &str) -> Result<u32, Error> {
+        let conn = self.conn()?;
+        Ok(conn.query_row(
+            "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
+            [schedule_id],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn advance(
+        &self,
+        id: &str,
+        from: Option<Micros>,
+        next: Option<Micros>,
+        fired_at: Option<Micros>,
+    ) -> Result<bool, Error> {
+        let conn = self.conn()?;
+        let n = conn.execute(
+            "UPDATE schedules SET next_fire_at = ?3, last_fire_at = coalesce(?4, last_fire_at)
+             WHERE id = ?1 AND next_fire_at IS ?2",
+            params![id, from, next, fired_at],
+        )?;
+        Ok(n == 1)
+    }
+
+    fn record_run(
+        &self,
+        run_id: &str,
+        schedule_id: &str,
+        status: &str,
+        reason: &str,
+        reason_json: serde_json::Value,
+        due_at: Micros,
+        detected_at: Micros,
+        session_id: Option<&str>,
+        actor: &Actor,
+    ) -> Result<(), Error> {
+        let out = self.store.create(&InitialCommand {
+            entity_type: "schedule_run".into(),
+            entity_id: run_id.into(),
+            status: status.into(),
+            reason: run_reason(reason, reason_json),
+            actor: actor.clone(),
+            patch: Default::default(),
+        })?;
+        if out.result != OutcomeKind::Applied {
+            return Err(Error::Exists(run_id.to_owned()));
+        }
+        self.conn()?.execute(
+            "UPDATE schedule_runs SET schedule_id = ?2, due_at = ?3, detected_at = ?4, session_id = ?5 WHERE id = ?1",
+            params![run_id, schedule_id, due_at, detected_at, session_id],
+        )?;
+        Ok(())
+    }
+
+    fn end_run(
+        &self,
+        run_id: &str,
+        status: &str,
+        reason: &str,
+        ended_at: Micros,
+        error: Option<&str>,
+        actor: &Actor,
+    ) -> Result<bool, Error> {
+        let cmd = end_command(run_id, status, reason, ended_at, error, actor);
+        Ok(self.store.transition(&cmd)?.result == OutcomeKind::Applied)
+    }
+
+    fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error> {
+        let conn = self.conn()?;
+        let mut stmt =
+            conn.prepare("SELECT id, session_id FROM schedule_runs WHERE status = 'running'")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    fn session_status(&self, session_id: &str) -> Result<Option<(String, Option<String>)>, Error> {
+        let conn = self.conn()?;
+        Ok(conn
+            .query_row(
+                "SELECT status, status_reason_code FROM sessions WHERE id = ?1",
+                [session_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+}
+
+type Raw = (String, String, Option<String>, Option<i64>, Option<i64>);
+
+fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn list_in(conn: &Connection) -> Result<Vec<Schedule>, Error> {
+    let mut stmt = conn.prepare(&format!(
+        "{SELECT} WHERE status != 'deleted' AND name IS NOT NULL ORDER BY name"
+    ))?;
+    let rows = stmt.query_map([], raw)?.collect::<Result<Vec<_>, _>>()?;
+    rows.into_iter()
+        .map(|r| decode(r.0, r.1, r.2, r.3, r.4))
+        .collect()
+}
+
+fn find(conn: &Connection, name: &str) -> Result<Option<Schedule>, Error> {
+    let row = conn
+        .query_row(
+            &format!(
+                "{SELECT} WHERE status != 'deleted' AND (name = ?1 OR id = ?1) ORDER BY name = ?1 DESC LIMIT 1"
+            ),
+            [name],
+            raw,
+        )
+        .optional()?;
+    row.map(|r| decode(r.0, r.1, r.2, r.3, r.4)).transpose()
+}
+
+fn insert(tx: &Connection, spec: &ScheduleSpec, now: Micros, actor: &Actor) -> Result<(), Error> {
+    let id = new_id(spec, now);
+    let status = initial_status(spec);
+    let next = spec.first_due(now)?;
+    tx.execute(
+        "INSERT INTO schedules (id, status, status_reason_code, created_at, updated_at, name, spec_json, next_fire_at)
+         VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6, ?7)",
+        params![id, status, CREATED, now, spec.name, to_json(spec), next],
+    )?;
+    history(tx, &id, None, status, CREATED, actor, now)
+}
+
+fn delete_in(tx: &Connection, s: &Schedule, actor: &Actor, now: Micros) -> Result<(), Error> {
+    move_status(tx, &s.id, &s.status, "deleted", DELETED, actor, now)?;
+    tx.execute(
+        "UPDATE schedules SET name = NULL, next_fire_at = NULL WHERE id = ?1",
+        [&s.id],
+    )?;
+    Ok(())
+}
+
+fn move_status(
+    tx: &Connection,
+    id: &str,
+    from: &str,
+    to: &str,
+    code: &str,
+    actor: &Actor,
+    now: Micros,
+) -> Result<(), Error> {
+    tx.execute(
+        "UPDATE schedules SET status = ?2, status_reason_code = ?3, updated_at = ?4 WHERE id = ?1",
+        params![id, to, code, now],
+    )?;
+    history(tx, id, Some(from), to, code, actor, now)
+}
+
+fn history(
+    tx: &Connection,
+    id: &str,
+    from: Option<&str>,
+    to: &str,
+    code: &str,
+    actor: &Actor,
+    now: Micros,
+) -> Result<(), Error> {
+    tx.execute(
+        "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code, reason_json, actor_type, actor_id, created_at)
+         VALUES ('schedule', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![
+            id,
+            from,
+            to,
+            code,
+            json!({}).to_string(),
+            actor.kind.as_str(),
+            actor.id,
+            now
+        ],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,276 @@
+//! The scheduler on PostgreSQL (`LIONRT_TEST_PG`), each test in a schema of
+//! its own: a due schedule fires as a run through the runner, a fire that
+//! overlaps the running one is skipped, missed fires are detected once per
+//! start, `apply` reconciles in one transaction, and the advisory tick lock
+//! admits one daemon per schema across hosts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use lifecycle_core::{Actor, ActorType};
+use scheduler::{
+    Error, ManualClock, PgSchedules, ScheduleStore, Scheduler, SchedulerConfig, parse_set,
+};
+use state_postgres::{DbUrl, PgConfig, PgEngine, PgStore};
+
+use crate::common::{gated_launcher, interval, runtime};
+
+const T0: i64 = 1_800_000_000_000_000;
+
+/// One test's schema on the server; dropped at the end.
+struct PgEnv {
+    url: String,
+    schema: String,
+    store: PgStore,
+    dir: tempfile::TempDir,
+}
+
+impl PgEnv {
+    /// `None` (after saying why) when no server is configured.
+    fn new(tag: &str) -> Option<Self> {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let Ok(url) = std::env::var("LIONRT_TEST_PG") else {
+            #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+            {
+                eprintln!(
+                    "skipped: LIONRT_TEST_PG is unset (start a server with `eval \"$(.ci/pg-cluster start)\"`)"
+                );
+            }
+            return None;
+        };
+        let schema = format!(
+            "sched_{tag}_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        Some(Self {
+            store: Self::open(&url, &schema),
+            url,
+            schema,
+            dir: tempfile::tempdir().expect("tempdir"),
+        })
+    }
+
+    /// Another engine on the same schema: another host.
+    fn open(url: &str, schema: &str) -> PgStore {
+        let engine = PgEngine::open(&PgConfig::new(DbUrl::new(url)).with_schema(schema))
+            .expect("open the schema");
+        PgStore::new(engine)
+    }
+
+    fn schedules(&self) -> Arc<PgSchedules> {
+        Arc::new(PgSchedules::new(
+            self.store.clone(),
+            Actor::new(ActorType::Operator, "test"),
+        ))
+    }
+
+    fn gate(&self) -> std::path::PathBuf {
+        self.dir.path().join("gate")
+    }
+}
+
+impl Drop for PgEnv {
+    fn drop(&mut self) {
+        if let Ok(mut c) = postgres::Client::connect(&self.url, postgres::NoTls) {
+            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+        }
+    }
+}
+
+/// (status, reason) of a schedule's runs, oldest first.
+fn statuses(s: &dyn ScheduleStore, name: &str) -> Vec<(String, String)> {
+    let mut runs: Vec<(String, String)> = s
+        .runs(Some(name), 100)
+        .expect("runs")
+        .into_iter()
+        .map(|r| (r.status, r.reason.unwrap_or_default()))
+        .collect();
+    runs.reverse();
+    runs
+}
+
+#[test]
+fn a_daemon_on_postgres_fires_a_due_schedule_and_skips_an_overlapping_fire() {
+    // contract: LC-042
+    let Some(env) = PgEnv::new("fire") else {
+        return;
+    };
+    let schedules = env.schedules();
+    let clock = Arc::new(ManualClock::new(T0));
+    schedules
+        .create(&interval("poll", 60, env.dir.path()), T0)
+        .expect("create");
+    let launcher = gated_launcher(env.store.clone(), &env.gate());
+    runtime().block_on(async {
+        let (mut sched, pre) = Scheduler::start(
+            schedules.clone(),
+            Arc::clone(&clock),
+            launcher,
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        assert!(pre.missed.is_empty() && pre.stale_runs_ended.is_empty());
+        assert!(sched.tick().expect("tick").fired.is_empty(), "not due yet");
+
+        clock.advance_secs(60);
+        let first = sched.tick().expect("tick");
+        assert_eq!(first.fired.len(), 1);
+        assert_eq!(
+            statuses(&*schedules, "poll"),
+            [("running".into(), "schedule.fired.due".into())]
+        );
+
+        // The leg waits on its gate: the next fire overlaps it.
+        clock.advance_secs(60);
+        let second = sched.tick().expect("tick");
+        assert!(second.fired.is_empty());
+        assert_eq!(second.skipped_overlap.len(), 1);
+        assert_eq!(
+            statuses(&*schedules, "poll")[1],
+            ("skipped".into(), "schedule.skipped.overlap".into())
+        );
+
+        std::fs::write(env.gate(), b"").expect("gate");
+        sched.wait_idle().await;
+        let runs = schedules.runs(Some("poll"), 10).expect("runs");
+        let fired = runs.iter().find(|r| r.id == first.fired[0]).expect("run");
+        assert_eq!(fired.status, "completed", "the run ended with its leg");
+        let session = fired.session_id.as_deref().expect("session");
+        let (status, _) = schedules
+            .session_status(session)
+            .expect("read")
+            .expect("the run's session is in PostgreSQL");
+        assert_eq!(status, "completed");
+    });
+}
+
+#[test]
+fn missed_fires_on_postgres_are_detected_once_per_start() {
+    // contract: LC-043
+    let Some(env) = PgEnv::new("missed") else {
+        return;
+    };
+    let schedules = env.schedules();
+    schedules
+        .create(&interval("fast", 1, env.dir.path()), T0)
+        .expect("create");
+    // Down for 10 s: T0+1 .. T0+8 were missed; T0+9 and T0+10 are within
+    // the 1 s tolerance, a fire rather than a miss.
+    let clock = Arc::new(ManualClock::new(T0 + 10_000_000));
+    let start = || {
+        Scheduler::start(
+            schedules.clone(),
+            Arc::clone(&clock),
+            gated_launcher(env.store.clone(), &env.gate()),
+            SchedulerConfig::default(),
+        )
+        .expect("start")
+        .1
+    };
+    assert_eq!(start().missed, [("fast".to_owned(), 8)]);
+    let skipped = schedules
+        .runs(Some("fast"), 100)
+        .expect("runs")
+        .into_iter()
+        .filter(|r| r.reason.as_deref() == Some("schedule.skipped.missed_fire"))
+        .inspect(|r| assert_eq!(r.detected_at, Some(T0 + 10_000_000)))
+        .count();
+    assert_eq!(skipped, 8);
+    assert!(start().missed.is_empty(), "a second start finds none again");
+}
+
+#[test]
+fn apply_on_postgres_reconciles_a_set_and_the_verbs_work() {
+    let Some(env) = PgEnv::new("apply") else {
+        return;
+    };
+    let schedules = env.schedules();
+    let ws = env.dir.path().display().to_string();
+    let set = |body: &str| parse_set(&body.replace("WS", &ws)).expect("set");
+    let first = set(
+        r#"[{"name": "a", "trigger": {"interval": {"seconds": 60}}, "run": {"prompt": "p", "workspace": "WS"}},
+            {"name": "b", "trigger": {"cron": {"expr": "0 9 * * *", "tz": "Europe/Berlin"}}, "run": {"prompt": "p", "workspace": "WS"}}]"#,
+    );
+    let r = schedules.apply(&first, T0).expect("apply");
+    assert_eq!(r.created, ["a", "b"]);
+    let second = set(
+        r#"[{"name": "b", "trigger": {"cron": {"expr": "0 10 * * *", "tz": "Europe/Berlin"}}, "run": {"prompt": "p", "workspace": "WS"}},
+            {"name": "c", "trigger": {"interval": {"seconds": 5}}, "run": {"prompt": "p", "workspace": "WS"}}]"#,
+    );
+    let r = schedules.apply(&second, T0 + 1).expect("apply");
+    assert_eq!(
+        (r.created, r.updated, r.deleted),
+        (
+            vec!["c".to_owned()],
+            vec!["b".to_owned()],
+            vec!["a".to_owned()]
+        )
+    );
+    let names: Vec<String> = schedules
+        .list()
+        .expect("list")
+        .into_iter()
+        .map(|s| s.spec.name)
+        .collect();
+    assert_eq!(names, ["b", "c"]);
+    // 10:00 in Berlin in December is 09:00 UTC.
+    let b = schedules.get("b").expect("get").expect("b");
+    assert_eq!(
+        b.next_fire_at,
+        Some(
+            chrono::DateTime::parse_from_rfc3339("2027-01-15T09:00:00Z")
+                .expect("t")
+                .timestamp_micros()
+        )
+    );
+    // An invalid set writes nothing.
+    let mut bad = second.clone();
+    bad[1].max_concurrent = 0;
+    assert!(matches!(
+        schedules.apply(&bad, T0 + 2),
+        Err(Error::Invalid { .. })
+    ));
+    assert_eq!(schedules.list().expect("list").len(), 2);
+
+    // The single verbs: a duplicate name is refused, disable/enable/delete.
+    let dup = schedules.create(&interval("c", 9, env.dir.path()), T0 + 3);
+    assert!(matches!(dup, Err(Error::Exists(_))), "{dup:?}");
+    let c = schedules.set_enabled("c", false, T0 + 4).expect("disable");
+    assert_eq!(c.status, "disabled");
+    assert!(
+        schedules
+            .due(i64::MAX)
+            .expect("due")
+            .iter()
+            .all(|s| s.spec.name != "c")
+    );
+    let c = schedules.set_enabled("c", true, T0 + 5).expect("enable");
+    assert_eq!(c.next_fire_at, Some(T0 + 5 + 5_000_000));
+    schedules.delete("c", T0 + 6).expect("delete");
+    assert!(schedules.get("c").expect("get").is_none());
+    schedules
+        .create(&interval("c", 9, env.dir.path()), T0 + 7)
+        .expect("a deleted name is free again");
+}
+
+#[test]
+fn the_advisory_tick_lock_admits_one_daemon_per_schema_across_hosts() {
+    let Some(env) = PgEnv::new("lock") else {
+        return;
+    };
+    // Two hosts: two engines, two pools, one schema.
+    let host_a = env.schedules();
+    let host_b = PgSchedules::new(
+        PgEnv::open(&env.url, &env.schema),
+        Actor::new(ActorType::Operator, "b"),
+    );
+    let held = host_a.tick_lock().expect("the first daemon ticks");
+    let second = host_b.tick_lock();
+    assert!(
+        matches!(second, Err(Error::AdvisoryLocked(_))),
+        "{second:?}"
+    );
+    drop(held);
+    host_b.tick_lock().expect("free once the first let go");
+}
