@@ -325,6 +325,14 @@ impl Leg {
         }
     }
 
+    /// The next stdout event from what has already been read, without
+    /// reading more (so without waiting); `None` when no complete line is
+    /// buffered. A consumer can take every event one read delivered and
+    /// handle them as a batch before awaiting [`Leg::next_event`] again.
+    pub fn next_buffered_event(&mut self) -> Option<Event> {
+        self.decoder.next_event()
+    }
+
     /// Waits for the leg to exit on its own, then ends anything still in its
     /// group (a descendant left behind by an exiting leader is ended too).
     ///

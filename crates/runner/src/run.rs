@@ -624,6 +624,7 @@ where
     }
     let mut parser = provider.parser();
     let mut seq = 0u64;
+    let mut events = Vec::new();
     let failure = loop {
         let next = tokio::select! {
             next = leg.next_event() => next,
@@ -632,27 +633,24 @@ where
                 break None;
             }
         };
-        let events = match next {
+        let first = match next {
             Ok(None) => break None,
-            Ok(Some(Event::Json { value, .. })) => parser.parse_value(&value),
-            Ok(Some(Event::LineTooLong { line, len })) => {
-                tracing::warn!(line, len, "leg printed an over-long line; discarded");
-                report.errors += 1;
-                continue;
-            }
-            Ok(Some(Event::InvalidJson { line, error })) => {
-                tracing::warn!(line, %error, "leg printed a line that is not JSON");
-                report.errors += 1;
-                continue;
-            }
-            Ok(Some(other)) => {
-                tracing::debug!(?other, "unhandled leg event");
-                continue;
-            }
+            Ok(Some(event)) => event,
             Err(e) => break Some(e),
         };
+        // Every event the same read delivered is parsed now and recorded in
+        // one trip to the store, in order.
+        absorb(first, &mut parser, &mut events, &mut report);
+        while let Some(event) = leg.next_buffered_event() {
+            absorb(event, &mut parser, &mut events, &mut report);
+        }
+        if events.is_empty() {
+            continue;
+        }
         observe(config, &events);
-        if let Err(e) = record(recorder, &config.session_id, &events, &mut seq, &mut report).await {
+        let recorded = record(recorder, &config.session_id, &events, &mut seq, &mut report).await;
+        events.clear();
+        if let Err(e) = recorded {
             let _ = leg.end().await;
             return Err((report, e));
         }
@@ -707,6 +705,28 @@ where
     Ok(report)
 }
 
+/// Parses one line event into stream events (appended to `events`); a
+/// line that is too long or not JSON is counted as an error.
+fn absorb<S: StreamParser>(
+    event: Event,
+    parser: &mut S,
+    events: &mut Vec<StreamEvent>,
+    report: &mut LegReport,
+) {
+    match event {
+        Event::Json { value, .. } => events.extend(parser.parse_value(&value)),
+        Event::LineTooLong { line, len } => {
+            tracing::warn!(line, len, "leg printed an over-long line; discarded");
+            report.errors += 1;
+        }
+        Event::InvalidJson { line, error } => {
+            tracing::warn!(line, %error, "leg printed a line that is not JSON");
+            report.errors += 1;
+        }
+        other => tracing::debug!(?other, "unhandled leg event"),
+    }
+}
+
 /// The message role of a stream event.
 pub fn event_role(event: &StreamEvent) -> &'static str {
     match event {
@@ -733,6 +753,7 @@ async fn record<R>(
 where
     R: SessionRecorder + Send + Sync + 'static,
 {
+    let mut batch = Vec::with_capacity(events.len());
     for event in events {
         match event {
             StreamEvent::Usage(u) => {
@@ -755,19 +776,28 @@ where
             _ => {}
         }
         *seq += 1;
-        report.messages += 1;
-        let (recorder, session) = (Arc::clone(recorder), session.to_owned());
-        let role = event_role(event);
         let content = serde_json::to_string(event).unwrap_or_else(|_| Value::Null.to_string());
-        let id = format!("{session}:{seq}");
-        blocking("store", move || {
-            recorder
-                .record_message(&session, &id, role, &content, now_micros())
-                .map_err(Error::store("recording a message"))
-        })
-        .await?;
+        batch.push((format!("{session}:{seq}"), event_role(event), content));
     }
-    Ok(())
+    if batch.is_empty() {
+        return Ok(());
+    }
+    // One hop to the blocking pool for the whole batch; `messages` counts
+    // the rows actually recorded, also when one fails midway.
+    let (recorder, session) = (Arc::clone(recorder), session.to_owned());
+    let (recorded, outcome) = blocking("store", move || {
+        let mut recorded = 0u64;
+        for (id, role, content) in &batch {
+            if let Err(e) = recorder.record_message(&session, id, role, content, now_micros()) {
+                return Ok((recorded, Err(Error::store("recording a message")(e))));
+            }
+            recorded += 1;
+        }
+        Ok((recorded, Ok(())))
+    })
+    .await?;
+    report.messages += recorded;
+    outcome
 }
 
 async fn finish<R>(

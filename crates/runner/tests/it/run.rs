@@ -366,3 +366,60 @@ async fn a_note_that_cannot_be_recorded_ends_the_session_before_any_leg() {
             .is_none()
     );
 }
+
+// Every event one read delivered is recorded in one trip to the store: the
+// rows keep the stream's order and contiguous ids, whether the lines come
+// in one burst or spread over several reads.
+#[tokio::test]
+async fn batched_events_are_recorded_in_stream_order() {
+    for (n, leg) in [
+        // One burst: every line arrives in one read.
+        cat_leg(),
+        // One line per read.
+        LegProgram {
+            program: "/bin/sh".into(),
+            args: vec![
+                "-c".into(),
+                r#"sleep 0.1; while IFS= read -r l; do printf '%s\n' "$l"; sleep 0.05; done < "$2""#
+                    .into(),
+                "leg".into(),
+            ],
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (dir, store) = sqlite();
+        let id = format!("order-{n}");
+        let seen = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+        let mut cfg = config(&id, scripted(STREAM, leg));
+        {
+            let seen = Arc::clone(&seen);
+            cfg.on_progress = Some(Arc::new(move |p: runner::Progress<'_>| {
+                if let runner::Progress::Event(e) = p {
+                    seen.lock().expect("lock").push(runner::event_role(e));
+                }
+            }));
+        }
+        let report = runner::run(Arc::clone(&store), cfg, never())
+            .await
+            .expect("run");
+        assert!(report.ok, "{report:?}");
+        let engine = Engine::create(dir.path().join("s.db"), EngineConfig::default()).expect("db");
+        let conn = engine.conn().expect("conn");
+        let mut stmt = conn
+            .prepare("SELECT id, role FROM messages WHERE session_id = ?1 ORDER BY rowid")
+            .expect("prepare");
+        let rows: Vec<(String, String)> = stmt
+            .query_map([&id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        let ids: Vec<String> = (1..=rows.len()).map(|k| format!("{id}:{k}")).collect();
+        assert_eq!(rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(), ids);
+        let roles: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+        assert_eq!(roles, *seen.lock().expect("lock"), "rows follow the stream");
+        assert_eq!(report.messages, rows.len() as u64);
+        assert!(rows.len() >= 5, "{rows:?}");
+    }
+}
