@@ -1,16 +1,17 @@
 //! `lionrt lifecycle RUN_ID`: the status history of everything a run id
 //! names (a session, invocation, play, schedule run, dispatch...), plus the
-//! sessions an invocation spawned, in one timeline.
+//! sessions an invocation spawned, in one timeline (on a SQLite file or a
+//! PostgreSQL schema).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use lifecycle_core::TransitionRecord;
+use lifecycle_core::{StateReader, TransitionRecord, default_registry};
 use serde_json::json;
-use state_sqlite::overview;
 
+use crate::backend::Backend;
 use crate::out;
 use crate::view;
 
@@ -22,18 +23,28 @@ pub(crate) struct LifecycleArgs {
 }
 
 pub(crate) fn run(db: &Path, json: bool, args: LifecycleArgs) -> Result<ExitCode> {
-    let (_engine, conn) = view::open_read(db)?;
-    let mut entities = overview::entities_with_id(&conn, &args.run_id)?;
+    crate::backend::with_backend!(db, |b| timeline(b, json, &args))
+}
+
+/// The timeline on either store.
+fn timeline<B: Backend>(backend: &B, json: bool, args: &LifecycleArgs) -> Result<ExitCode> {
+    let reader = backend.reader();
+    let mut entities = Vec::new();
+    for policy in default_registry().iter() {
+        if let Some(id) = view::resolve(reader, policy.entity_type(), &args.run_id)? {
+            entities.push((policy.entity_type().to_owned(), id));
+        }
+    }
     if entities.is_empty() {
         bail!(
             "nothing in {} has an id starting with {:?}",
-            db.display(),
+            backend.location(),
             args.run_id
         );
     }
     for (kind, id) in entities.clone() {
         if kind == "invocation" {
-            for s in overview::sessions_of_invocation(&conn, &id)? {
+            for s in reader.sessions_of_invocation(&id)? {
                 if !entities.iter().any(|(k, i)| k == "session" && *i == s) {
                     entities.push(("session".to_owned(), s));
                 }
@@ -42,7 +53,7 @@ pub(crate) fn run(db: &Path, json: bool, args: LifecycleArgs) -> Result<ExitCode
     }
     let mut timeline: Vec<TransitionRecord> = Vec::new();
     for (kind, id) in &entities {
-        timeline.extend(state_sqlite::query::history(&conn, kind, id)?);
+        timeline.extend(reader.transitions(kind, id)?);
     }
     timeline.sort_by_key(|t| (t.created_at, t.id));
     if json {

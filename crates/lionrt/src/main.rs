@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod admission;
+mod backend;
 mod daemon;
 mod dbpath;
 mod doctor;
@@ -41,8 +42,8 @@ mod view;
 #[derive(Debug, Parser)]
 #[command(name = "lionrt", version, propagate_version = true)]
 struct Cli {
-    /// The state database: a SQLite file, or a PostgreSQL URL for `run`
-    /// and `kill` (the password is never printed). Default:
+    /// The state database: a SQLite file, or a PostgreSQL URL (the
+    /// password is never printed). Default:
     /// $LIONAGI_HOME/state.db, else ~/.lionagi/state.db.
     #[arg(long, global = true, env = "LIONRT_DB", default_value_os_t = dbpath::default_db())]
     db: PathBuf,

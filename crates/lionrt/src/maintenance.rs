@@ -1,56 +1,85 @@
-//! `lionrt state stats|checkpoint|vacuum|prune`: looking after the store
-//! file (the original's `li state` maintenance verbs).
-
-use std::path::Path;
-use std::process::ExitCode;
-use std::time::Duration;
+//! `lionrt state stats|checkpoint|vacuum`: looking after the store (the
+//! original's `li state` maintenance verbs). `stats` reads either store;
+//! `checkpoint` and `vacuum` work on the SQLite file, and `vacuum` on a
+//! PostgreSQL schema is the server's `VACUUM (ANALYZE)`. (`prune` is in
+//! `state`, written once over `SessionRetention`.)
 
 use anyhow::Result;
+use lifecycle_core::StateReader;
 use serde_json::json;
 use state_sqlite::overview;
+use std::path::Path;
+use std::process::ExitCode;
 
+use crate::backend::Backend;
 use crate::out;
-use crate::view;
 
-pub(crate) fn stats(db: &Path, json: bool) -> Result<ExitCode> {
-    let (_engine, conn) = view::open_read(db)?;
-    let stats = overview::stats(&conn)?;
-    let size = std::fs::metadata(db).map(|m| m.len()).unwrap_or(0);
-    let wal = std::fs::metadata(wal_path(db))
-        .map(|m| m.len())
-        .unwrap_or(0);
+/// `state stats`: row counts and sessions per status on either store,
+/// with the storage's own facts (a SQLite file's pages, a PostgreSQL
+/// schema's size).
+pub(crate) fn stats<B: Backend>(backend: &B, json: bool) -> Result<ExitCode> {
+    let counts = backend.reader().row_counts()?;
+    let facts = backend.stats_facts()?;
     if json {
-        out::json(&json!({
-            "db": db, "file_bytes": size, "wal_bytes": wal, "stats": stats,
-        }));
+        let mut stats = serde_json::Map::new();
+        stats.insert("schema_version".into(), json!(counts.schema_version));
+        for (k, v) in facts.json {
+            stats.insert(k.into(), v);
+        }
+        stats.insert("tables".into(), json!(counts.tables));
+        stats.insert(
+            "sessions_by_status".into(),
+            json!(counts.sessions_by_status),
+        );
+        // A file's sizes also sit beside `stats`, where they always were.
+        let mut v = serde_json::Map::new();
+        v.insert("db".into(), json!(backend.location()));
+        for key in ["file_bytes", "wal_bytes"] {
+            if let Some(x) = stats.remove(key) {
+                v.insert(key.into(), x);
+            }
+        }
+        v.insert("stats".into(), serde_json::Value::Object(stats));
+        out::json(&serde_json::Value::Object(v));
         return Ok(ExitCode::SUCCESS);
     }
-    out::line(format!("database   {}", db.display()));
-    out::line(format!("schema     version {}", stats.schema_version));
-    out::line(format!("journal    {}", stats.journal_mode));
-    out::line(format!(
-        "file       {size} bytes ({} pages of {}, {} free), WAL {wal} bytes",
-        stats.page_count, stats.page_size, stats.freelist_count
-    ));
+    out::line(format!("database   {}", backend.location()));
+    out::line(format!("schema     version {}", counts.schema_version));
+    for (label, text) in &facts.lines {
+        out::line(format!("{label:<10} {text}"));
+    }
     out::line("");
     out::line(format!("{:<22} {:>10}", "TABLE", "ROWS"));
-    for (table, n) in &stats.tables {
+    for (table, n) in &counts.tables {
         out::line(format!("{table:<22} {n:>10}"));
     }
-    if !stats.sessions_by_status.is_empty() {
+    if !counts.sessions_by_status.is_empty() {
         out::line("");
         out::line(format!("{:<22} {:>10}", "SESSION STATUS", "SESSIONS"));
-        for (status, n) in &stats.sessions_by_status {
+        for (status, n) in &counts.sessions_by_status {
             out::line(format!("{status:<22} {n:>10}"));
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn wal_path(db: &Path) -> std::path::PathBuf {
-    let mut name = db.as_os_str().to_owned();
-    name.push("-wal");
-    name.into()
+/// `state vacuum` on PostgreSQL: `VACUUM (ANALYZE)` on the schema's tables.
+pub(crate) fn vacuum_pg(store: &state_postgres::PgStore, json: bool) -> Result<ExitCode> {
+    let tables = store.vacuum_analyze()?;
+    let shown = format!(
+        "{} (schema {})",
+        store.engine().url(),
+        store.engine().schema()
+    );
+    if json {
+        out::json(&json!({"db": shown, "vacuumed": tables}));
+    } else {
+        out::line(format!(
+            "vacuumed {shown}: {} table(s) vacuumed and analysed",
+            tables.len()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn writable(db: &Path) -> Result<state_sqlite::Engine> {
@@ -97,35 +126,6 @@ pub(crate) fn vacuum(db: &Path, json: bool) -> Result<ExitCode> {
         out::line(format!(
             "vacuumed {}: {before} -> {after} pages",
             db.display()
-        ));
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-pub(crate) fn prune(
-    db: &Path,
-    json: bool,
-    older_than: Duration,
-    dry_run: bool,
-) -> Result<ExitCode> {
-    let engine = writable(db)?;
-    let mut conn = engine.conn()?;
-    let actor = format!("lionrt-{}", std::process::id());
-    let report = overview::prune(
-        &mut conn,
-        view::micros_ago(older_than),
-        dry_run,
-        ("operator", &actor),
-    )?;
-    if json {
-        out::json(&json!({"db": db, "older_than_secs": older_than.as_secs(), "prune": report}));
-    } else {
-        out::line(format!(
-            "{} {} session(s) and {} message(s) ended more than {} ago",
-            if dry_run { "would prune" } else { "pruned" },
-            report.sessions,
-            report.messages,
-            view::short_duration(older_than)
         ));
     }
     Ok(ExitCode::SUCCESS)

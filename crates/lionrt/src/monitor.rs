@@ -1,6 +1,6 @@
 //! `lionrt monitor [--watch]`: everything in flight (open sessions with
 //! their age, pid, messages and tokens; open entities of every other type),
-//! once or redrawn every interval.
+//! once or redrawn every interval, on a SQLite file or a PostgreSQL schema.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use lifecycle_core::{InFlight, StateReader};
 use serde_json::json;
-use state_sqlite::overview;
 
+use crate::backend::Backend;
 use crate::out;
 use crate::view::{self, paint};
 
@@ -30,12 +31,16 @@ pub(crate) struct MonitorArgs {
 }
 
 pub(crate) fn run(db: &Path, json: bool, args: MonitorArgs) -> Result<ExitCode> {
-    let (_engine, conn) = view::open_read(db)?;
+    crate::backend::with_backend!(db, |b| watch(b, json, &args))
+}
+
+/// The monitor on either store.
+fn watch<B: Backend>(backend: &B, json: bool, args: &MonitorArgs) -> Result<ExitCode> {
     let redraw = args.watch && std::io::stdout().is_terminal() && !json;
     let interval = Duration::from_secs_f64(args.interval.clamp(0.1, 3600.0));
     let mut drawn = 0u64;
     loop {
-        let flight = overview::in_flight(&conn)?;
+        let flight = backend.reader().in_flight()?;
         if json {
             out::json(&json!({
                 "at": state_sqlite::now_micros(),
@@ -48,7 +53,7 @@ pub(crate) fn run(db: &Path, json: bool, args: MonitorArgs) -> Result<ExitCode> 
             } else if drawn > 0 {
                 out::line("");
             }
-            draw(db, &flight);
+            draw(&backend.location(), &flight);
         }
         drawn += 1;
         if !args.watch || (args.count > 0 && drawn >= args.count) {
@@ -59,11 +64,10 @@ pub(crate) fn run(db: &Path, json: bool, args: MonitorArgs) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-fn draw(db: &Path, flight: &overview::InFlight) {
+fn draw(location: &str, flight: &InFlight) {
     let colour = view::stdout_colour();
     out::line(format!(
-        "{} in flight at {} — {} session(s), {} other",
-        db.display(),
+        "{location} in flight at {} — {} session(s), {} other",
         out::timestamp(state_sqlite::now_micros()),
         flight.sessions.len(),
         flight.others.len()

@@ -1,6 +1,9 @@
 //! `lionrt outbox ...`: the durable dispatch outbox from the command line
 //! (the original's `li dispatch` verbs: ls, show, ack, retry, purge, plus
-//! enqueue, deliver and sweep).
+//! enqueue, deliver and sweep), on either store: every verb is written
+//! once over [`OutboxStore`], and `--db` picks the SQLite file's outbox or
+//! a PostgreSQL database's (`FOR UPDATE SKIP LOCKED` claims, so scanners on
+//! several hosts share it).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -16,6 +19,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use lifecycle_core::Actor;
 use serde_json::{Value, json};
+use state_postgres::PgOutbox;
 use state_sqlite::SqliteOutbox;
 
 use crate::out;
@@ -208,14 +212,24 @@ fn print_rows(json: bool, rows: &[DispatchRow]) {
     }
 }
 
-fn get(store: &SqliteOutbox, id: &str) -> Result<DispatchRow> {
+fn get<S: OutboxStore>(store: &S, id: &str) -> Result<DispatchRow> {
     store
         .get(id)?
         .with_context(|| format!("no dispatch {id:?}"))
 }
 
 pub(crate) fn run(db: &Path, json: bool, cmd: OutboxCmd) -> Result<ExitCode> {
-    let store = SqliteOutbox::new(open_store(db)?);
+    match crate::pg::url(db) {
+        Some(url) => run_on(&PgOutbox::new(crate::pg::open(&url)?), json, cmd),
+        None => run_on(&SqliteOutbox::new(open_store(db)?), json, cmd),
+    }
+}
+
+/// The outbox verbs on any store (a SQLite file or a PostgreSQL schema).
+fn run_on<S>(store: &S, json: bool, cmd: OutboxCmd) -> Result<ExitCode>
+where
+    S: OutboxStore + Clone + Send + Sync + 'static,
+{
     match cmd {
         OutboxCmd::Ls { status: s, limit } => {
             let rows = store.list(&ListQuery {
@@ -225,7 +239,7 @@ pub(crate) fn run(db: &Path, json: bool, cmd: OutboxCmd) -> Result<ExitCode> {
             print_rows(json, &rows);
         }
         OutboxCmd::Show { id } => {
-            let row = get(&store, &id)?;
+            let row = get(store, &id)?;
             let history = store.history(&id)?;
             if json {
                 out::json(&json!({"dispatch": row_json(&row), "history": history}));
@@ -245,7 +259,7 @@ pub(crate) fn run(db: &Path, json: bool, cmd: OutboxCmd) -> Result<ExitCode> {
             new.ack_required = args.ack_required;
             new.expires_at = args.expires_in.map(|s| now().saturating_add(secs(s)));
             new.template = template(args.template)?;
-            let out = enqueue_dispatch(&store, &SystemClock, &new, &parse_actor(&args.actor)?)?;
+            let out = enqueue_dispatch(store, &SystemClock, &new, &parse_actor(&args.actor)?)?;
             if json {
                 out::json(&serde_json::to_value(&out)?);
             } else if out.created {
@@ -255,18 +269,18 @@ pub(crate) fn run(db: &Path, json: bool, cmd: OutboxCmd) -> Result<ExitCode> {
             }
         }
         OutboxCmd::Ack { id, actor } => {
-            let row = ack_dispatch(&store, &id, &parse_actor(&actor)?)?;
+            let row = ack_dispatch(store, &id, &parse_actor(&actor)?)?;
             if json {
                 out::json(&row_json(&row));
             } else {
                 out::line(format!("{id}: {}", row.status));
             }
         }
-        OutboxCmd::Retry(args) => return retry(&store, json, args),
-        OutboxCmd::Purge(args) => purge(&store, json, args)?,
-        OutboxCmd::Deliver(args) => deliver(&store, json, args)?,
+        OutboxCmd::Retry(args) => return retry(store, json, args),
+        OutboxCmd::Purge(args) => purge(store, json, args)?,
+        OutboxCmd::Deliver(args) => deliver(store, json, args)?,
         OutboxCmd::Sweep { older_than } => {
-            let n = retention_sweep(&store, &SystemClock, Duration::from_secs(older_than))?;
+            let n = retention_sweep(store, &SystemClock, Duration::from_secs(older_than))?;
             if json {
                 out::json(&json!({"removed": n}));
             } else {
@@ -277,7 +291,7 @@ pub(crate) fn run(db: &Path, json: bool, cmd: OutboxCmd) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn retry(store: &SqliteOutbox, json: bool, args: RetryArgs) -> Result<ExitCode> {
+fn retry<S: OutboxStore>(store: &S, json: bool, args: RetryArgs) -> Result<ExitCode> {
     let selection = if args.all {
         ReviveSelection::All(status(args.status.as_deref())?)
     } else if args.ids.is_empty() {
@@ -312,7 +326,7 @@ fn retry(store: &SqliteOutbox, json: bool, args: RetryArgs) -> Result<ExitCode> 
     })
 }
 
-fn purge(store: &SqliteOutbox, json: bool, args: PurgeArgs) -> Result<()> {
+fn purge<S: OutboxStore>(store: &S, json: bool, args: PurgeArgs) -> Result<()> {
     let actor: Actor = parse_actor(&args.actor)?;
     if let Some(id) = args.id {
         let was = purge_dispatch(store, &id, &actor)?;
@@ -365,7 +379,10 @@ fn print_report(json: bool, report: &ScanReport) {
     }
 }
 
-fn deliver(store: &SqliteOutbox, json: bool, args: DeliverArgs) -> Result<()> {
+fn deliver<S>(store: &S, json: bool, args: DeliverArgs) -> Result<()>
+where
+    S: OutboxStore + Clone + Send + Sync + 'static,
+{
     if args.timeout_secs >= args.lease_secs {
         bail!(
             "--timeout-secs ({}) must be shorter than --lease-secs ({}), or a slow send could be taken over",

@@ -1,7 +1,11 @@
-//! `--db postgres://…` (or `host=… dbname=…`): the commands whose store is
-//! a session recorder (`run`, `kill`) run on PostgreSQL through
-//! `state-postgres`; the others refuse such a `--db` before touching it.
-//! The connection string is only ever shown redacted ([`DbUrl`]).
+//! `--db postgres://…` (or `host=… dbname=…`): the commands run on
+//! PostgreSQL through `state-postgres` — `run` and `kill` on its session
+//! recorder, `outbox` on its outbox, and `sessions`, `state`, `monitor`
+//! and `lifecycle` on its read seam (read-only engine for the reads) and
+//! lifecycle store. A verb that only means something for a SQLite file
+//! (`state checkpoint`, `state import`) says so; the commands in [`check`]'s
+//! list refuse such a `--db` before touching it. The connection string is
+//! only ever shown redacted ([`DbUrl`]).
 
 use std::path::Path;
 
@@ -27,17 +31,19 @@ pub(crate) fn check(cli: &Cli) -> Result<()> {
         return Ok(());
     };
     let name = match &cli.command {
-        Command::State(_) => "state",
-        Command::Outbox(_) => "outbox",
         Command::Mirror(_) => "mirror",
         _ => return Ok(()),
     };
-    bail!("`lionrt {name}` does not take a PostgreSQL --db yet ({url}); `run` and `kill` do")
+    bail!("`lionrt {name}` does not take a PostgreSQL --db yet ({url})")
+}
+
+/// The schema the tables live in.
+pub(crate) fn schema() -> String {
+    std::env::var(SCHEMA_VAR).unwrap_or_else(|_| "lionrt".to_owned())
 }
 
 /// Opens the PostgreSQL store `url` names (migrating its schema).
 pub(crate) fn open(url: &DbUrl) -> Result<PgStore> {
-    let schema = std::env::var(SCHEMA_VAR).unwrap_or_else(|_| "lionrt".to_owned());
-    let engine = PgEngine::open(&PgConfig::new(url.clone()).with_schema(schema))?;
+    let engine = PgEngine::open(&PgConfig::new(url.clone()).with_schema(schema()))?;
     Ok(PgStore::new(engine))
 }

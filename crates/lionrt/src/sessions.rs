@@ -1,6 +1,7 @@
 //! `lionrt sessions ls|show|messages`: reading back what runs recorded.
 //!
-//! Every verb opens the store read-only and accepts an id or a unique id
+//! Every verb opens the store read-only (a SQLite file, or a PostgreSQL
+//! schema through a read-only engine) and accepts an id or a unique id
 //! prefix (an ambiguous prefix is refused and its candidates named).
 
 use std::path::Path;
@@ -9,9 +10,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Subcommand;
+use lifecycle_core::{MessageRow, SessionFilter, SessionRow, StateReader};
 use serde_json::{Value, json};
-use state_sqlite::overview::{self, SessionFilter, SessionRow};
 
+use crate::backend::Backend;
 use crate::out;
 use crate::view::{self, paint};
 
@@ -73,7 +75,12 @@ pub(crate) fn session_status(text: &str) -> Result<String, String> {
 }
 
 pub(crate) fn run(db: &Path, json: bool, cmd: SessionsCmd) -> Result<ExitCode> {
-    let (_engine, conn) = view::open_read(db)?;
+    crate::backend::with_backend!(db, |b| read(b, json, cmd))
+}
+
+/// The verbs on either store.
+fn read<B: Backend>(backend: &B, json: bool, cmd: SessionsCmd) -> Result<ExitCode> {
+    let reader = backend.reader();
     match cmd {
         SessionsCmd::Ls {
             status,
@@ -86,15 +93,15 @@ pub(crate) fn run(db: &Path, json: bool, cmd: SessionsCmd) -> Result<ExitCode> {
             filter.since = since.map(view::micros_ago);
             filter.open_only = open;
             filter.limit = Some(limit);
-            let rows = overview::sessions(&conn, &filter)?;
+            let rows = reader.sessions(&filter)?;
             print_sessions(json, &rows);
         }
         SessionsCmd::Show { id } => {
-            let id = overview::resolve_id(&conn, "session", &id)?;
-            let Some(row) = overview::session(&conn, &id)? else {
+            let id = view::resolve_one(reader, "session", &id)?;
+            let Some(row) = reader.session_row(&id)? else {
                 anyhow::bail!("session {id:?} vanished while reading");
             };
-            let history = state_sqlite::query::history(&conn, "session", &id)?;
+            let history = reader.transitions("session", &id)?;
             if json {
                 out::json(&json!({"session": row, "history": history}));
             } else {
@@ -109,17 +116,18 @@ pub(crate) fn run(db: &Path, json: bool, cmd: SessionsCmd) -> Result<ExitCode> {
             interval,
             full,
         } => {
-            let id = overview::resolve_id(&conn, "session", &id)?;
+            let id = view::resolve_one(reader, "session", &id)?;
             let terminal = lifecycle_core::default_registry().get("session")?;
             let mut after = 0;
             loop {
                 // The status is read before the batch: a session that was
                 // terminal before the read has no message after it.
                 let ended = !follow
-                    || overview::session(&conn, &id)?
+                    || reader
+                        .session_row(&id)?
                         .is_none_or(|s| terminal.is_terminal(&s.status));
                 loop {
-                    let batch = overview::messages(&conn, &id, after, 1000)?;
+                    let batch = reader.messages(&id, after, 1000)?;
                     let Some(last) = batch.last() else { break };
                     after = last.seq;
                     for m in &batch {
@@ -212,7 +220,7 @@ fn print_show(r: &SessionRow) {
     out::line(format!("messages   {}", r.messages));
 }
 
-fn print_message(json: bool, full: bool, m: &overview::MessageRow) {
+fn print_message(json: bool, full: bool, m: &MessageRow) {
     let content: Value =
         serde_json::from_str(&m.content).unwrap_or_else(|_| Value::String(m.content.clone()));
     if json {

@@ -1,4 +1,7 @@
-//! `lionrt state ...`: the lifecycle store from the command line.
+//! `lionrt state ...`: the lifecycle store from the command line, on a
+//! SQLite file or a PostgreSQL schema (`--db postgres://…`): the guarded
+//! writes go through [`SessionRecorder`], the reads through
+//! [`StateReader`], so each verb is written once.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -8,15 +11,14 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use lifecycle_core::{
-    Actor, ActorType, Health, HealthInput, HealthThresholds, InitialCommand, Liveness, Outcome,
-    OutcomeKind, Override, Reason, SessionKind, TransitionCommand, TransitionRecord,
-    classify_session_health,
+    Actor, ActorType, Health, HealthInput, HealthThresholds, IdMatch, InitialCommand, Liveness,
+    Outcome, OutcomeKind, Override, Reason, SessionKind, SessionRecorder, SessionRetention,
+    StateReader, TransitionCommand, TransitionRecord, classify_session_health,
 };
 use serde_json::{Value, json};
-use state_sqlite::{
-    Engine, EngineConfig, ReadOnlyEngine, Store, has_wal_reset_fix, schema_version,
-};
+use state_sqlite::{Engine, EngineConfig, Store, schema_version};
 
+use crate::backend::Backend;
 use crate::out;
 
 /// Exit code of a transition that met a conflict (the row moved on).
@@ -248,6 +250,10 @@ pub(crate) fn print_history(json: bool, history: &[TransitionRecord]) {
 }
 
 pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
+    if let Some(url) = crate::pg::url(db) {
+        return run_pg(&url, json, cmd);
+    }
+    let shown = db.display().to_string();
     match cmd {
         StateCmd::Init => {
             let engine = Engine::create(db, EngineConfig::default())?;
@@ -266,8 +272,80 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        StateCmd::Create(_)
+        | StateCmd::Transition(_)
+        | StateCmd::History { .. }
+        | StateCmd::Doctor { .. } => on_store(&open_store(db)?, &shown, json, cmd),
+        StateCmd::Prune {
+            older_than,
+            dry_run,
+        } => {
+            if !db.exists() {
+                bail!("no database at {}", db.display());
+            }
+            prune(&open_store(db)?, &shown, json, older_than, dry_run)
+        }
+        StateCmd::Health { all } => health(&crate::backend::Sqlite::open(db)?, json, all),
+        StateCmd::Stats => crate::maintenance::stats(&crate::backend::Sqlite::open(db)?, json),
+        StateCmd::Checkpoint => crate::maintenance::checkpoint(db, json),
+        StateCmd::Vacuum => crate::maintenance::vacuum(db, json),
+        StateCmd::Import(a) => crate::import::run(db, json, a),
+    }
+}
+
+/// `lionrt state ...` on a PostgreSQL schema: the same verbs through the
+/// same code, except those that only mean something for a SQLite file.
+fn run_pg(url: &state_postgres::DbUrl, json: bool, cmd: StateCmd) -> Result<ExitCode> {
+    match cmd {
+        StateCmd::Init => {
+            let store = crate::pg::open(url)?;
+            let version = store.schema_version()?;
+            let schema = store.engine().schema().to_owned();
+            let server = store.server_version()?;
+            if json {
+                out::json(&json!({"db": url.to_string(), "schema": schema,
+                    "schema_version": version, "server_version": server}));
+            } else {
+                out::line(format!(
+                    "initialised {url} schema {schema} (schema version {version}, PostgreSQL {server})"
+                ));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        StateCmd::Create(_)
+        | StateCmd::Transition(_)
+        | StateCmd::History { .. }
+        | StateCmd::Doctor { .. } => on_store(&crate::pg::open(url)?, &url.to_string(), json, cmd),
+        StateCmd::Prune {
+            older_than,
+            dry_run,
+        } => prune(
+            &crate::pg::open(url)?,
+            &url.to_string(),
+            json,
+            older_than,
+            dry_run,
+        ),
+        StateCmd::Health { all } => health(&crate::backend::Postgres::open(url)?, json, all),
+        StateCmd::Stats => crate::maintenance::stats(&crate::backend::Postgres::open(url)?, json),
+        StateCmd::Vacuum => crate::maintenance::vacuum_pg(&crate::pg::open(url)?, json),
+        StateCmd::Checkpoint => bail!(
+            "`state checkpoint` moves a SQLite file's write-ahead log into the file; PostgreSQL checkpoints on its own ({url})"
+        ),
+        StateCmd::Import(_) => bail!(
+            "`state import` writes into a SQLite file; give --db a file path, not a PostgreSQL server ({url})"
+        ),
+    }
+}
+
+/// The verbs that write through the guarded store, on either store.
+/// `shown` is where the store is, safe to print.
+fn on_store<S>(store: &S, shown: &str, json: bool, cmd: StateCmd) -> Result<ExitCode>
+where
+    S: SessionRecorder + StateReader,
+{
+    match cmd {
         StateCmd::Create(a) => {
-            let store = open_store(db)?;
             let out = store.create(&InitialCommand {
                 entity_type: a.entity_type.as_str().to_owned(),
                 entity_id: a.entity_id,
@@ -279,8 +357,7 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
             Ok(report(json, &out))
         }
         StateCmd::Transition(a) => {
-            let store = open_store(db)?;
-            let entity_id = resolve(&store, a.entity_type, &a.entity_id)?;
+            let entity_id = resolve(store, a.entity_type, &a.entity_id)?;
             let mut cmd = TransitionCommand::new(
                 a.entity_type.as_str(),
                 &entity_id,
@@ -306,50 +383,64 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
             entity_type,
             entity_id,
         } => {
-            let store = open_store(db)?;
-            let entity_id = resolve(&store, entity_type, &entity_id)?;
+            let entity_id = resolve(store, entity_type, &entity_id)?;
             let entity_type = entity_type.as_str();
-            let history = store.history(entity_type, &entity_id)?;
-            if history.is_empty() && store.status_of(entity_type, &entity_id)?.is_none() {
-                bail!("{entity_type} {entity_id:?} not found in {}", db.display());
+            let history = store.transitions(entity_type, &entity_id)?;
+            if history.is_empty()
+                && store.match_id(entity_type, &entity_id)? != IdMatch::One(entity_id.clone())
+            {
+                bail!("{entity_type} {entity_id:?} not found in {shown}");
             }
             print_history(json, &history);
             Ok(ExitCode::SUCCESS)
         }
-        StateCmd::Health { all } => health(db, json, all),
-        StateCmd::Stats => crate::maintenance::stats(db, json),
-        StateCmd::Checkpoint => crate::maintenance::checkpoint(db, json),
-        StateCmd::Vacuum => crate::maintenance::vacuum(db, json),
-        StateCmd::Prune {
-            older_than,
-            dry_run,
-        } => crate::maintenance::prune(db, json, older_than, dry_run),
-        StateCmd::Import(a) => crate::import::run(db, json, a),
         StateCmd::Doctor { dry_run } => {
-            let store = open_store(db)?;
             let procs = runner::Processes {
                 table: &cli_supervisor::ProcTable,
                 signaller: &cli_supervisor::OsSignaller,
             };
-            let report =
-                runner::sweep_orphans(&store, &procs, &crate::run::sweep_actor(), dry_run)?;
+            let report = runner::sweep_orphans(store, &procs, &crate::run::sweep_actor(), dry_run)?;
             crate::kill::print_sweep(json, dry_run, &report);
             Ok(ExitCode::SUCCESS)
         }
+        _ => bail!("not a store verb"),
     }
 }
 
-/// An id or unique prefix of `entity_type`, resolved on the store's file.
+/// `state prune` on either store.
+fn prune<S: SessionRetention>(
+    store: &S,
+    shown: &str,
+    json: bool,
+    older_than: Duration,
+    dry_run: bool,
+) -> Result<ExitCode> {
+    let actor = Actor::new(
+        ActorType::Operator,
+        format!("lionrt-{}", std::process::id()),
+    );
+    let report = store.prune_sessions(crate::view::micros_ago(older_than), dry_run, &actor)?;
+    if json {
+        out::json(&json!({"db": shown, "older_than_secs": older_than.as_secs(), "prune": report}));
+    } else {
+        out::line(format!(
+            "{} {} session(s) and {} message(s) ended more than {} ago",
+            if dry_run { "would prune" } else { "pruned" },
+            report.sessions,
+            report.messages,
+            crate::view::short_duration(older_than)
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An id or unique prefix of `entity_type`, resolved on the store.
 /// An ambiguous prefix is refused; one matching no row is kept as given
 /// (its history may outlive a pruned row, and a transition on it reports
 /// the missing entity itself).
-fn resolve(store: &Store, entity_type: EntityType, prefix: &str) -> Result<String> {
-    let conn = store.engine().conn()?;
-    match state_sqlite::overview::resolve_id(&conn, entity_type.as_str(), prefix) {
-        Ok(id) => Ok(id),
-        Err(state_sqlite::StoreError::NoSuchId { .. }) => Ok(prefix.to_owned()),
-        Err(e) => Err(e.into()),
-    }
+fn resolve<S: StateReader>(store: &S, entity_type: EntityType, prefix: &str) -> Result<String> {
+    crate::view::resolve(store, entity_type.as_str(), prefix)
+        .map(|found| found.unwrap_or_else(|| prefix.to_owned()))
 }
 
 /// Whether a session's leg is alive, judged by its spawn record: with a
@@ -373,62 +464,31 @@ fn leg_liveness(
     }
 }
 
-fn health(db: &Path, json: bool, all: bool) -> Result<ExitCode> {
-    let engine = ReadOnlyEngine::open(db, Duration::from_secs(5))?;
-    let conn = engine.conn()?;
-    let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-    let journal: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
-    let version = schema_version(&conn)?;
+fn health<B: Backend>(backend: &B, json: bool, all: bool) -> Result<ExitCode> {
+    let facts = backend.health_facts()?;
     let now = state_sqlite::now_micros();
-    // From migration 0002 on, a session carries its leg's spawn record: the
-    // leg is alive only if a process with that pid has that start time (a
-    // recycled pid is a dead leg). Older files only have the pid.
-    let sql = if version >= 2 {
-        "SELECT s.id, s.status, s.kind, COALESCE(s.leg_pid, s.pid), s.leg_create_time,
-                COALESCE(s.last_message_at, s.created_at),
-                (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
-         FROM sessions s ORDER BY s.created_at"
-    } else {
-        "SELECT s.id, s.status, s.kind, s.pid, NULL,
-                COALESCE(s.last_message_at, s.created_at),
-                (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
-         FROM sessions s ORDER BY s.created_at"
-    };
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map([], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, Option<String>>(2)?,
-            r.get::<_, Option<i64>>(3)?,
-            r.get::<_, Option<i64>>(4)?,
-            r.get::<_, i64>(5)?,
-            r.get::<_, i64>(6)?,
-        ))
-    })?;
     let thresholds = HealthThresholds::default();
     let mut sessions = Vec::new();
-    for row in rows {
-        let (id, status, kind, pid, create_time, last, messages) = row?;
-        let liveness = leg_liveness(&cli_supervisor::ProcTable, pid, create_time);
-        let kind = match kind.as_deref() {
+    for a in backend.reader().session_activity()? {
+        let liveness = leg_liveness(&cli_supervisor::ProcTable, a.pid, a.leg_create_time);
+        let kind = match a.kind.as_deref() {
             Some("interactive") => SessionKind::Interactive,
             Some("mirrored") => SessionKind::Mirrored,
             _ => SessionKind::Orchestrated,
         };
         let input = HealthInput {
-            status: status.clone(),
-            message_count: u64::try_from(messages).unwrap_or(0),
+            status: a.status.clone(),
+            message_count: u64::try_from(a.messages).unwrap_or(0),
             has_artifacts: false,
             has_stale_locks: false,
             liveness,
-            idle: Duration::from_micros(u64::try_from(now.saturating_sub(last)).unwrap_or(0)),
+            idle: Duration::from_micros(
+                u64::try_from(now.saturating_sub(a.last_activity)).unwrap_or(0),
+            ),
             kind,
         };
-        sessions.push((id, status, classify_session_health(&input, &thresholds)));
+        sessions.push((a.id, a.status, classify_session_health(&input, &thresholds)));
     }
-    let ok = integrity == "ok";
-    let sqlite = state_sqlite::linked_sqlite_version();
     let name = |h: &Health| match h {
         Health::Done => "done",
         Health::Zombie => "zombie",
@@ -452,24 +512,21 @@ fn health(db: &Path, json: bool, all: bool) -> Result<ExitCode> {
             .iter()
             .map(|(id, status, h)| json!({"id": id, "status": status, "health": h}))
             .collect();
-        out::json(&json!({
-            "db": db, "integrity": integrity, "journal_mode": journal, "schema_version": version,
-            "sqlite": sqlite, "wal_reset_fix": has_wal_reset_fix(sqlite),
-            "total": sessions.len(), "counts": counts, "all": all, "sessions": list,
-        }));
+        let mut v = serde_json::Map::new();
+        v.insert("db".into(), json!(backend.location()));
+        for (k, val) in facts.json {
+            v.insert(k.into(), val);
+        }
+        v.insert("total".into(), json!(sessions.len()));
+        v.insert("counts".into(), json!(counts));
+        v.insert("all".into(), json!(all));
+        v.insert("sessions".into(), Value::Array(list));
+        out::json(&Value::Object(v));
     } else {
-        out::line(format!("database   {}", db.display()));
-        out::line(format!("integrity  {integrity}"));
-        out::line(format!("journal    {journal}"));
-        out::line(format!("schema     version {version}"));
-        out::line(format!(
-            "sqlite     {sqlite}{}",
-            if has_wal_reset_fix(sqlite) {
-                ""
-            } else {
-                " (lacks the WAL-reset fix!)"
-            }
-        ));
+        out::line(format!("database   {}", backend.location()));
+        for (label, text) in &facts.lines {
+            out::line(format!("{label:<10} {text}"));
+        }
         let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
         out::line(format!(
             "sessions   {}{}",
@@ -493,7 +550,7 @@ fn health(db: &Path, json: bool, all: bool) -> Result<ExitCode> {
             ));
         }
     }
-    Ok(if ok {
+    Ok(if facts.ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -1,5 +1,5 @@
-//! Shared pieces of the read-side verbs: opening the store read-only,
-//! resolving id prefixes, parsing `--since` ages and rendering recorded
+//! Shared pieces of the read-side verbs: opening a SQLite store read-only,
+//! resolving id prefixes on any store, parsing `--since` ages and rendering recorded
 //! stream events as one line each (also used by `run`'s live progress).
 
 use std::io::IsTerminal;
@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use lifecycle_core::{IdMatch, StateReader};
 use serde_json::Value;
 use state_sqlite::{Conn, ReadOnlyEngine};
 
@@ -15,9 +16,7 @@ pub(crate) fn open_read(db: &Path) -> Result<(ReadOnlyEngine, Conn)> {
     // A server URL never reaches a path or a message (it may hold a
     // password).
     if crate::dbpath::is_url(db) {
-        bail!(
-            "this command reads a SQLite file, and --db names a PostgreSQL server (only `run` and `kill` take one yet)"
-        );
+        bail!("this command reads a SQLite file, and --db names a PostgreSQL server");
     }
     if !db.exists() {
         bail!(
@@ -28,6 +27,34 @@ pub(crate) fn open_read(db: &Path) -> Result<(ReadOnlyEngine, Conn)> {
     let engine = ReadOnlyEngine::open(db, Duration::from_secs(5))?;
     let conn = engine.conn()?;
     Ok((engine, conn))
+}
+
+/// Resolves an id or a unique id prefix of `entity_type` on any store:
+/// `Some(id)` for one match (an exact id always wins), `None` for none; a
+/// prefix naming several ids is refused, naming some of them.
+pub(crate) fn resolve<R: StateReader>(
+    reader: &R,
+    entity_type: &str,
+    prefix: &str,
+) -> Result<Option<String>> {
+    match reader.match_id(entity_type, prefix)? {
+        IdMatch::One(id) => Ok(Some(id)),
+        IdMatch::Several(candidates) => bail!(
+            "{prefix:?} matches several {entity_type} ids ({}); give more characters",
+            candidates.join(", ")
+        ),
+        _ => Ok(None),
+    }
+}
+
+/// [`resolve`], refusing a prefix that names nothing.
+pub(crate) fn resolve_one<R: StateReader>(
+    reader: &R,
+    entity_type: &str,
+    prefix: &str,
+) -> Result<String> {
+    resolve(reader, entity_type, prefix)?
+        .ok_or_else(|| anyhow::anyhow!("no {entity_type} id starts with {prefix:?}"))
 }
 
 /// Parses an age such as `90s`, `30m`, `2h`, `7d` or `1w`.

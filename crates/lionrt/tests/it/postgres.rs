@@ -1,6 +1,7 @@
-//! `--db postgres://…`: `run` and `kill` on PostgreSQL (with a server from
-//! `LIONRT_TEST_PG`), the other commands refusing it, and the password
-//! never printed.
+//! `--db postgres://…`: `run`, `kill`, `outbox`, `sessions`, `state`,
+//! `monitor` and `lifecycle` on PostgreSQL (with a server from
+//! `LIONRT_TEST_PG`), giving what they give on a SQLite file, and the
+//! password never printed.
 
 use std::process::{Command, Output};
 
@@ -31,7 +32,17 @@ fn a_postgres_password_is_never_printed() {
         &["kill", "--all-stale"][..],
         &["run", "--session", "x"][..],
         &["state", "history", "session", "x"][..],
+        &["state", "health"][..],
+        &["state", "stats"][..],
+        &["state", "prune", "--dry-run"][..],
+        &["state", "init"][..],
+        &["state", "checkpoint"][..],
         &["outbox", "ls"][..],
+        &["outbox", "deliver"][..],
+        &["sessions", "ls"][..],
+        &["sessions", "messages", "x"][..],
+        &["monitor"][..],
+        &["lifecycle", "x"][..],
     ] {
         let out = lionrt_pg(url, "lionrt", args);
         assert!(!out.status.success(), "{args:?}");
@@ -39,11 +50,25 @@ fn a_postgres_password_is_never_printed() {
         assert!(!all.contains("hunter2secret"), "{args:?}: {all}");
         assert!(all.contains("lionrt:***@127.0.0.1:1"), "{args:?}: {all}");
     }
-    let out = lionrt_pg(url, "lionrt", &["state", "history", "session", "x"]);
-    assert!(text(&out).contains("does not take a PostgreSQL --db"));
-    let out = lionrt_pg(url, "lionrt", &["kill", "--all-stale"]);
+    // Every verb that reaches for the server says it was refused...
+    for args in [
+        &["kill", "--all-stale"][..],
+        &["state", "history", "session", "x"][..],
+        &["sessions", "ls"][..],
+        &["outbox", "ls"][..],
+    ] {
+        let out = lionrt_pg(url, "lionrt", args);
+        assert!(
+            text(&out).contains("no PostgreSQL server answers"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
+    // ...and a verb that only means something for a SQLite file says so
+    // without connecting.
+    let out = lionrt_pg(url, "lionrt", &["state", "checkpoint"]);
     assert!(
-        text(&out).contains("no PostgreSQL server answers"),
+        text(&out).contains("PostgreSQL checkpoints on its own"),
         "{}",
         text(&out)
     );
@@ -92,4 +117,415 @@ fn run_and_kill_record_on_postgres() {
     assert_eq!(status, "completed");
     c.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
         .expect("drop");
+}
+
+/// The test server, or `None` (and why, on stderr).
+fn server() -> Option<String> {
+    let url = std::env::var("LIONRT_TEST_PG").ok();
+    if url.is_none() {
+        #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+        {
+            eprintln!(
+                "skipped: LIONRT_TEST_PG is unset (start a server with `eval \"$(.ci/pg-cluster start)\"`)"
+            );
+        }
+    }
+    url
+}
+
+/// One store the same commands run on: a SQLite file or a PostgreSQL
+/// schema of its own (dropped at the end).
+struct Target {
+    db: String,
+    schema: String,
+    pg: Option<String>,
+    dir: tempfile::TempDir,
+}
+
+impl Target {
+    fn sqlite() -> Target {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Target {
+            db: dir.path().join("state.db").display().to_string(),
+            schema: "unused".into(),
+            pg: None,
+            dir,
+        }
+    }
+
+    fn postgres(url: &str, tag: &str) -> Target {
+        Target {
+            db: url.to_owned(),
+            schema: format!("lionrt_{tag}_{}", std::process::id()),
+            pg: Some(url.to_owned()),
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        lionrt_pg(&self.db, &self.schema, args)
+    }
+
+    fn spawn(&self, args: &[&str]) -> std::process::Child {
+        Command::new(env!("CARGO_BIN_EXE_lionrt"))
+            .arg("--db")
+            .arg(&self.db)
+            .args(args)
+            .env_remove("LIONRT_DB")
+            .env("LIONRT_PG_SCHEMA", &self.schema)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn lionrt")
+    }
+
+    /// `--json ARGS`, which must succeed, as JSON.
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        crate::stdout_json(&out)
+    }
+
+    /// `--json ARGS`, printing one JSON object per line.
+    fn json_lines(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.run(&all);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect()
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if let Some(url) = &self.pg
+            && let Ok(mut c) = postgres::Client::connect(url, postgres::NoTls)
+        {
+            let _ = c.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+        }
+    }
+}
+
+fn strs(v: &serde_json::Value, key: &str) -> Vec<String> {
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .map(|x| x[key].as_str().unwrap_or("-").to_owned())
+        .collect()
+}
+
+/// The read and write verbs of `state`, `sessions`, `monitor` and
+/// `lifecycle` on `t`, checked as they go; returns what they showed with
+/// times and process ids left out, for comparing two stores.
+fn state_and_sessions(t: &Target) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let mut seen = Vec::new();
+    assert!(t.json(&["state", "init"])["schema_version"].as_u64() >= Some(1));
+    let run = t.json(&["run", "--session", "demo-1"]);
+    assert_eq!(run["ok"], true, "{run}");
+    for id in ["open-1", "open-2"] {
+        let v = t.json(&[
+            "state",
+            "create",
+            "session",
+            id,
+            "running",
+            "--reason",
+            "run.started.ok",
+        ]);
+        assert_eq!(v["result"], "applied", "{v}");
+    }
+    // An ambiguous prefix is refused, naming the candidates.
+    let out = t.run(&[
+        "state",
+        "transition",
+        "session",
+        "open",
+        "completed",
+        "--reason",
+        "run.completed.ok",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("matches several session ids (open-1, open-2)"),
+        "{}",
+        text(&out)
+    );
+    let v = t.json(&[
+        "state",
+        "transition",
+        "session",
+        "open-2",
+        "completed",
+        "--reason",
+        "run.completed.ok",
+        "--expect",
+        "running",
+    ]);
+    assert_eq!(v["result"], "applied", "{v}");
+    // A stale expectation is a conflict (exit 3), as on any store.
+    let out = t.run(&[
+        "state",
+        "transition",
+        "session",
+        "open-2",
+        "failed",
+        "--reason",
+        "run.failed.exit_nonzero",
+        "--expect",
+        "running",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let history = t.json(&["state", "history", "session", "open-2"]);
+    assert_eq!(strs(&history, "to_status"), ["running", "completed"]);
+    let out = t.run(&["state", "history", "session", "nope"]);
+    assert!(text(&out).contains("not found"), "{}", text(&out));
+
+    let ls = t.json(&["sessions", "ls"]);
+    assert_eq!(strs(&ls, "id"), ["open-2", "open-1", "demo-1"]);
+    seen.push(json!(
+        ls.as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| json!([r["id"], r["status"], r["messages"], r["provider"]]))
+            .collect::<Vec<_>>()
+    ));
+    let open = t.json(&["sessions", "ls", "--open"]);
+    assert_eq!(strs(&open, "id"), ["open-1"]);
+    let show = t.json(&["sessions", "show", "demo"]);
+    assert_eq!(show["session"]["status"], "completed");
+    assert_eq!(show["session"]["messages"], 5);
+    assert_eq!(
+        strs(&show["history"], "to_status"),
+        ["running", "completed"]
+    );
+    seen.push(json!([
+        show["session"]["reason_code"],
+        show["notify_outcome"]
+    ]));
+    let messages = t.json_lines(&["sessions", "messages", "demo-1"]);
+    assert_eq!(messages.len(), 5);
+    assert!(
+        messages
+            .windows(2)
+            .all(|w| w[0]["seq"].as_i64() < w[1]["seq"].as_i64())
+    );
+    seen.push(json!(
+        messages
+            .iter()
+            .map(|m| json!([m["id"], m["role"], m["content"]]))
+            .collect::<Vec<_>>()
+    ));
+    let flight = t.json(&["monitor"]);
+    assert_eq!(strs(&flight["sessions"], "id"), ["open-1"]);
+    let timeline = t.json(&["lifecycle", "demo-1"]);
+    assert_eq!(
+        timeline["entities"],
+        json!([{"entity_type": "session", "id": "demo-1"}])
+    );
+    assert_eq!(
+        strs(&timeline["transitions"], "to_status"),
+        ["running", "completed"]
+    );
+    let health = t.json(&["state", "health", "--all"]);
+    assert_eq!(health["total"], 3);
+    seen.push(json!([health["counts"], health["sessions"]]));
+    let stats = t.json(&["state", "stats"]);
+    let tables: std::collections::BTreeMap<String, i64> = stats["stats"]["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .map(|p| {
+            (
+                p[0].as_str().unwrap_or("-").to_owned(),
+                p[1].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    assert_eq!(tables.get("sessions"), Some(&3));
+    assert_eq!(tables.get("messages"), Some(&5));
+    seen.push(json!([
+        tables.get("status_transitions"),
+        stats["stats"]["sessions_by_status"]
+    ]));
+    let doctor = t.json(&["state", "doctor", "--dry-run"]);
+    seen.push(doctor);
+
+    // Retention: the two ended sessions go with their messages; the open
+    // one and every history row stay.
+    let dry = t.json(&["state", "prune", "--older-than", "1w", "--dry-run"]);
+    assert_eq!(dry["prune"]["sessions"], 0);
+    let pruned = t.json(&["state", "prune", "--older-than", "0s"]);
+    assert_eq!(
+        (
+            pruned["prune"]["sessions"].clone(),
+            pruned["prune"]["messages"].clone()
+        ),
+        (json!(2), json!(5)),
+        "{pruned}"
+    );
+    assert_eq!(strs(&t.json(&["sessions", "ls"]), "id"), ["open-1"]);
+    let kept = t.json(&["state", "history", "session", "demo-1"]);
+    assert_eq!(strs(&kept, "to_status"), ["running", "completed"]);
+    seen
+}
+
+#[test]
+fn state_sessions_monitor_and_lifecycle_give_on_postgres_what_they_give_on_sqlite() {
+    let Some(url) = server() else { return };
+    let on_sqlite = state_and_sessions(&Target::sqlite());
+    let on_postgres = state_and_sessions(&Target::postgres(&url, "parity"));
+    assert_eq!(on_postgres, on_sqlite);
+}
+
+/// The outbox verbs on `t`, checked as they go; returns the reports and
+/// statuses they showed, ids left out.
+fn outbox_verbs(t: &Target) -> Vec<serde_json::Value> {
+    use serde_json::json;
+    t.json(&["state", "init"]);
+    let sink = t.dir.path().join("sink.txt");
+    let append = format!("printf '%s\\n' \"$1\" >> {}", sink.display());
+    let enqueue = |payload: &str, extra: &[&str], template: &[&str]| {
+        let mut args = vec!["outbox", "enqueue", payload];
+        args.extend_from_slice(extra);
+        args.push("--");
+        args.extend_from_slice(template);
+        t.json(&args)
+    };
+    let first = enqueue(
+        "p1",
+        &["--dedup-key", "run:1"],
+        &["sh", "-c", &append, "sh", "{payload}"],
+    );
+    assert_eq!(first["created"], true);
+    let again = enqueue("other", &["--dedup-key", "run:1"], &["/bin/true"]);
+    assert_eq!(
+        (again["id"].clone(), again["created"].clone()),
+        (first["id"].clone(), json!(false))
+    );
+    let failing = enqueue("x", &["--max-attempts", "1"], &["/bin/false"]);
+    let acked = enqueue("y", &["--ack-required"], &["/bin/true"]);
+    let report = t.json(&[
+        "outbox",
+        "deliver",
+        "--concurrency",
+        "2",
+        "--actor",
+        "system:cli-test",
+    ]);
+    assert_eq!(
+        (
+            report["delivered"].clone(),
+            report["dead_lettered"].clone(),
+            report["rescheduled"].clone()
+        ),
+        (json!(1), json!(1), json!(1)),
+        "{report}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&sink).expect("sink"),
+        "p1\n",
+        "sent once"
+    );
+    let dead = t.json(&["outbox", "ls", "--status", "dead_letter"]);
+    assert_eq!(dead.as_array().map(Vec::len), Some(1));
+    let show = t.json(&["outbox", "show", first["id"].as_str().expect("id")]);
+    assert_eq!(show["dispatch"]["status"], "delivered");
+    assert_eq!(show["history"][1]["actor_id"], "cli-test");
+    let acked = t.json(&[
+        "outbox",
+        "ack",
+        acked["id"].as_str().expect("id"),
+        "--actor",
+        "webhook:c",
+    ]);
+    assert_eq!(acked["status"], "acked");
+    let failed = failing["id"].as_str().expect("id");
+    let out = t.run(&[
+        "outbox",
+        "retry",
+        failed,
+        "--actor",
+        "agent:not-an-operator",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let revived = t.json(&["outbox", "retry", failed]);
+    assert_eq!(revived[0]["revived"], true);
+    let dry = t.json(&["outbox", "purge", "--older-than", "0", "--dry-run"]);
+    assert_eq!(dry["ids"].as_array().map(Vec::len), Some(2), "{dry}");
+    let gone = t.json(&["outbox", "purge", failed]);
+    assert_eq!(gone["status"], "pending");
+    let left = t.json(&["outbox", "ls"]);
+    assert_eq!(strs(&left, "status").len(), 2);
+    let swept = t.json(&["outbox", "sweep", "--older-than", "0"]);
+    assert_eq!(swept["removed"], 2, "{swept}");
+    vec![
+        json!([report["examined"], report["sent_ok"], report["send_failed"]]),
+        json!(strs(&show["history"], "to_status")),
+        json!(strs(&left, "status")),
+    ]
+}
+
+#[test]
+fn the_outbox_verbs_give_on_postgres_what_they_give_on_sqlite() {
+    let Some(url) = server() else { return };
+    let on_sqlite = outbox_verbs(&Target::sqlite());
+    let on_postgres = outbox_verbs(&Target::postgres(&url, "outbox"));
+    assert_eq!(on_postgres, on_sqlite);
+}
+
+#[test]
+fn deliver_processes_racing_on_one_postgres_outbox_send_each_row_once() {
+    let Some(url) = server() else { return };
+    let t = Target::postgres(&url, "race");
+    let sink = t.dir.path().join("sink.txt");
+    let append = format!("printf '%s\\n' \"$1\" >> {}", sink.display());
+    const ROWS: usize = 24;
+    for i in 0..ROWS {
+        let payload = format!("row-{i}");
+        t.json(&[
+            "outbox",
+            "enqueue",
+            &payload,
+            "--",
+            "sh",
+            "-c",
+            &append,
+            "sh",
+            "{payload}",
+        ]);
+    }
+    // Four scanners, as on four hosts: each row is claimed by one of them
+    // (the others skip the locked row or lose the attempt CAS).
+    let scanners: Vec<_> = (0..4)
+        .map(|_| t.spawn(&["--json", "outbox", "deliver", "--concurrency", "2"]))
+        .collect();
+    let mut delivered = 0;
+    for child in scanners {
+        let out = child.wait_with_output().expect("scanner");
+        assert!(out.status.success(), "{}", text(&out));
+        delivered += crate::stdout_json(&out)["delivered"]
+            .as_u64()
+            .expect("count");
+    }
+    assert_eq!(
+        delivered, ROWS as u64,
+        "every row delivered by exactly one scanner"
+    );
+    let mut lines: Vec<String> = std::fs::read_to_string(&sink)
+        .expect("sink")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    let mut want: Vec<String> = (0..ROWS).map(|i| format!("row-{i}")).collect();
+    want.sort();
+    assert_eq!(lines, want, "each payload sent exactly once");
+    let rows = t.json(&["outbox", "ls", "--status", "delivered"]);
+    assert_eq!(rows.as_array().map(Vec::len), Some(ROWS));
 }
