@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use state_sqlite::StoreError;
-
 /// Everything a mirror pass can fail with. Bad transcript content is never
 /// an error (it is counted and skipped); only I/O and the store are.
 #[derive(Debug, thiserror::Error)]
@@ -18,15 +16,20 @@ pub enum MirrorError {
         #[source]
         source: std::io::Error,
     },
-    /// The store refused or failed a write.
+    /// The store refused or failed a read or a write (its own error, e.g.
+    /// `state_sqlite::StoreError` or `state_postgres::PgStoreError`).
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// A duration such as `--since 7d` did not parse.
     #[error("invalid duration {0:?} (expected a number with s, m, h, d or w, e.g. 12h)")]
     Duration(String),
 }
 
 impl MirrorError {
+    pub(crate) fn store(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        MirrorError::Store(Box::new(e))
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         MirrorError::Io {
             path: path.into(),

@@ -5,8 +5,9 @@ use std::fs::File;
 use std::io::{BufReader, Seek, SeekFrom};
 use std::path::Path;
 
+use crate::mirror::DynStore;
+use crate::store::{LineageOutcome, MirrorBatch, MirrorCursor, MirrorWrite};
 use serde::{Deserialize, Serialize};
-use state_sqlite::{LineageOutcome, MirrorBatch, MirrorCursor, MirrorWrite, Store};
 
 use crate::error::MirrorError;
 use crate::mirror::MirrorConfig;
@@ -83,7 +84,7 @@ fn handle(st: &mut FileState, batch: &mut Batch, stats: &mut LineStats, buf: &[u
 }
 
 struct Run<'a> {
-    store: &'a Store,
+    store: &'a dyn DynStore,
     st: &'a mut FileState,
     batch: Batch,
     report: FileReport,
@@ -128,7 +129,7 @@ impl Run<'_> {
 /// Tries the file's pending lineage link; forgets the pointer once it is
 /// settled (linked, or inside the session itself).
 pub(crate) fn settle_lineage(
-    store: &Store,
+    store: &dyn DynStore,
     st: &mut FileState,
 ) -> Result<Option<LineageOutcome>, MirrorError> {
     let Some(parent) = st.pending_parent.clone() else {
@@ -147,7 +148,7 @@ pub(crate) fn settle_lineage(
 
 /// Mirrors what `path` holds beyond `st.offset`.
 pub(crate) fn mirror_file(
-    store: &Store,
+    store: &dyn DynStore,
     config: &MirrorConfig,
     st: &mut FileState,
     path: &Path,

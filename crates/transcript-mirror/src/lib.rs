@@ -54,6 +54,7 @@ mod ids;
 mod mirror;
 mod parse;
 mod reader;
+mod store;
 mod time;
 
 pub use error::MirrorError;
@@ -61,4 +62,10 @@ pub use file::FileReport;
 pub use ids::{branch_id, derive_id, derive_timed_id, progression_id};
 pub use mirror::{Mirror, MirrorConfig, PassReport, ReconcileReport, discover, parse_window};
 pub use parse::{LineStats, Source};
+pub use store::{
+    LineageOutcome, MIRROR_KIND, MIRROR_RECONCILE_ID, MIRROR_WRITER_ID, MirrorBatch, MirrorCursor,
+    MirrorMessage, MirrorSession, MirrorStore, MirrorWrite, REACTIVATION_JUSTIFICATION,
+    ReconcileAction, ReconcilePlan, mirror_reconciler, mirror_writer, reconcile_applied,
+    reconcile_plan,
+};
 pub use time::parse_rfc3339;

@@ -5,11 +5,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use state_sqlite::{LineageOutcome, ReconcileAction, Store};
 
 use crate::error::MirrorError;
 use crate::file::{FileReport, mirror_file, session_id_from_path, settle_lineage};
 use crate::parse::{FileState, LineStats, Source};
+use crate::store::{
+    LineageOutcome, MirrorBatch, MirrorCursor, MirrorStore, MirrorWrite, ReconcileAction,
+};
 
 /// Mirror settings. Libraries read no environment: the binary resolves the
 /// default roots (`~/.claude/projects`, `~/.codex/sessions`).
@@ -87,11 +89,95 @@ pub struct PassReport {
 /// passes (the cursor and the tool names seen), so a long-running mirror
 /// reads only what was appended; a fresh one resumes from the stored
 /// cursors.
-#[derive(Debug)]
 pub struct Mirror {
-    store: Store,
+    store: Box<dyn DynStore>,
     config: MirrorConfig,
     files: HashMap<PathBuf, FileState>,
+}
+
+impl std::fmt::Debug for Mirror {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mirror")
+            .field("config", &self.config)
+            .field("files", &self.files.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// [`MirrorStore`] with its error boxed, so [`Mirror`] holds any store.
+pub(crate) trait DynStore: Send {
+    fn mirror_session(&self, batch: &MirrorBatch<'_>) -> Result<MirrorWrite, MirrorError>;
+    fn advance_mirror_cursor(
+        &self,
+        cursor: &MirrorCursor,
+        event_uuids: &[String],
+    ) -> Result<(), MirrorError>;
+    fn mirror_cursor(&self, path: &str) -> Result<Option<MirrorCursor>, MirrorError>;
+    fn rewind_mirror_cursor(&self, path: &str) -> Result<(), MirrorError>;
+    fn clear_pending_lineage(&self, path: &str) -> Result<(), MirrorError>;
+    fn link_session_lineage(
+        &self,
+        child: &str,
+        parent_event_uuid: &str,
+    ) -> Result<LineageOutcome, MirrorError>;
+    fn mirror_sessions_to_reconcile(
+        &self,
+        now: i64,
+        live_window: i64,
+    ) -> Result<Vec<String>, MirrorError>;
+    fn reconcile_mirror_session(
+        &self,
+        session_id: &str,
+        now: i64,
+        live_window: i64,
+    ) -> Result<ReconcileAction, MirrorError>;
+}
+
+impl<S: MirrorStore + Send> DynStore for S {
+    fn mirror_session(&self, batch: &MirrorBatch<'_>) -> Result<MirrorWrite, MirrorError> {
+        MirrorStore::mirror_session(self, batch).map_err(MirrorError::store)
+    }
+    fn advance_mirror_cursor(
+        &self,
+        cursor: &MirrorCursor,
+        event_uuids: &[String],
+    ) -> Result<(), MirrorError> {
+        MirrorStore::advance_mirror_cursor(self, cursor, event_uuids).map_err(MirrorError::store)
+    }
+    fn mirror_cursor(&self, path: &str) -> Result<Option<MirrorCursor>, MirrorError> {
+        MirrorStore::mirror_cursor(self, path).map_err(MirrorError::store)
+    }
+    fn rewind_mirror_cursor(&self, path: &str) -> Result<(), MirrorError> {
+        MirrorStore::rewind_mirror_cursor(self, path).map_err(MirrorError::store)
+    }
+    fn clear_pending_lineage(&self, path: &str) -> Result<(), MirrorError> {
+        MirrorStore::clear_pending_lineage(self, path).map_err(MirrorError::store)
+    }
+    fn link_session_lineage(
+        &self,
+        child: &str,
+        parent_event_uuid: &str,
+    ) -> Result<LineageOutcome, MirrorError> {
+        MirrorStore::link_session_lineage(self, child, parent_event_uuid)
+            .map_err(MirrorError::store)
+    }
+    fn mirror_sessions_to_reconcile(
+        &self,
+        now: i64,
+        live_window: i64,
+    ) -> Result<Vec<String>, MirrorError> {
+        MirrorStore::mirror_sessions_to_reconcile(self, now, live_window)
+            .map_err(MirrorError::store)
+    }
+    fn reconcile_mirror_session(
+        &self,
+        session_id: &str,
+        now: i64,
+        live_window: i64,
+    ) -> Result<ReconcileAction, MirrorError> {
+        MirrorStore::reconcile_mirror_session(self, session_id, now, live_window)
+            .map_err(MirrorError::store)
+    }
 }
 
 fn micros(t: SystemTime) -> i64 {
@@ -211,18 +297,14 @@ fn push_file(out: &mut Vec<(PathBuf, SystemTime, u64)>, path: PathBuf) {
 }
 
 impl Mirror {
-    /// A mirror writing into `store`.
-    pub fn new(store: Store, config: MirrorConfig) -> Self {
+    /// A mirror writing into `store` (`state_sqlite::Store`,
+    /// `state_postgres::PgStore`, or any other [`MirrorStore`]).
+    pub fn new<S: MirrorStore + Send + 'static>(store: S, config: MirrorConfig) -> Self {
         Mirror {
-            store,
+            store: Box::new(store),
             config,
             files: HashMap::new(),
         }
-    }
-
-    /// The store.
-    pub fn store(&self) -> &Store {
-        &self.store
     }
 
     /// The configuration.
@@ -272,7 +354,8 @@ impl Mirror {
         // may have been mirrored in this pass.
         for st in self.files.values_mut() {
             if st.pending_parent.is_some()
-                && let Some(LineageOutcome::Linked { .. }) = settle_lineage(&self.store, st)?
+                && let Some(LineageOutcome::Linked { .. }) =
+                    settle_lineage(self.store.as_ref(), st)?
             {
                 report.linked.push(st.session.session_id.clone());
             }
@@ -328,7 +411,7 @@ impl Mirror {
             self.store.rewind_mirror_cursor(&key)?;
             st.offset = 0;
         }
-        let result = mirror_file(&self.store, &self.config, st, path, len);
+        let result = mirror_file(self.store.as_ref(), &self.config, st, path, len);
         if result.is_err() {
             // Forget the in-memory state: the next pass resumes from the
             // stored cursor, which only moves with committed batches.

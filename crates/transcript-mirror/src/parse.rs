@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::store::{MirrorMessage, MirrorSession};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use state_sqlite::{MirrorMessage, MirrorSession};
 
 use crate::ids::{branch_id, derive_id, progression_id};
 

@@ -7,32 +7,12 @@
 //! node_metadata gets `{"lineage": {"parent_session_id", "parent_event_uuid"}}`.
 
 use rusqlite::{OptionalExtension, params};
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use transcript_mirror::LineageOutcome;
 
 use crate::error::StoreError;
 use crate::service::Store;
 use crate::time::next_version;
-
-/// What [`Store::link_session_lineage`] found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "lineage")]
-#[non_exhaustive]
-pub enum LineageOutcome {
-    /// The link is stored (written now, or already the same value).
-    Linked {
-        /// The session continued.
-        parent_session_id: String,
-        /// Whether this call wrote it (false: it was already there).
-        written: bool,
-    },
-    /// The parent event was mirrored into the child session itself.
-    SameSession,
-    /// No mirrored session holds the parent event (yet).
-    Unresolved,
-    /// The child session does not exist.
-    NoChild,
-}
 
 impl Store {
     /// Links `child` to the session holding the event `parent_event_uuid`.

@@ -7,44 +7,13 @@
 //! off it, a session just marked completed would read as fresh and flip
 //! back to running on the next pass.
 
-use lifecycle_core::{OutcomeKind, Override, Reason, TransitionCommand};
 use rusqlite::{OptionalExtension, params};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use transcript_mirror::{
+    MIRROR_KIND, ReconcileAction, ReconcilePlan, reconcile_applied, reconcile_plan,
+};
 
-use super::{MIRROR_KIND, mirror_reconciler};
 use crate::error::StoreError;
 use crate::service::Store;
-
-/// The justification recorded on a reactivation override.
-pub const REACTIVATION_JUSTIFICATION: &str =
-    "mirror session terminal reactivation: transcript resumed within live_window";
-
-/// What one reconcile did to a mirrored session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "action")]
-#[non_exhaustive]
-pub enum ReconcileAction {
-    /// Nothing to do (live and running, or idle and completed).
-    Unchanged,
-    /// Idle and running: moved to completed.
-    Completed,
-    /// Live again: moved from a terminal status back to running through the
-    /// audited override path.
-    Reactivated {
-        /// The terminal status it left.
-        from: String,
-    },
-    /// Idle on a terminal status other than completed: left as it is.
-    LeftTerminal {
-        /// That status.
-        status: String,
-    },
-    /// Another writer moved the row first; nothing written.
-    Conflict,
-    /// No such session, or not a mirrored one.
-    NotMirrored,
-}
 
 impl Store {
     /// Reconciles one mirrored session's status with its liveness at `now`:
@@ -72,42 +41,20 @@ impl Store {
         if kind.as_deref() != Some(MIRROR_KIND) {
             return Ok(ReconcileAction::NotMirrored);
         }
-        let live = last_message_at.is_some_and(|t| now.saturating_sub(t) < live_window);
-        let actor = mirror_reconciler();
-        let cmd = match (live, status.as_str()) {
-            (true, "running") | (false, "completed") => return Ok(ReconcileAction::Unchanged),
-            (false, "running") => TransitionCommand::new(
-                "session",
-                session_id,
-                "completed",
-                Reason::new("run.completed.ok").with_summary("mirror session became idle"),
-                actor,
-            )
-            .with_patch("ended_at", Value::from(last_message_at.unwrap_or(now)))
-            .with_patch("ended_at_is_approximate", Value::from(1)),
-            (false, _) => return Ok(ReconcileAction::LeftTerminal { status }),
-            (true, _) => TransitionCommand::new(
-                "session",
-                session_id,
-                "running",
-                Reason::new("run.started.ok").with_summary(
-                    "mirror session reactivated because transcript resumed within live_window",
-                ),
-                actor.clone(),
-            )
-            .with_patch("ended_at", Value::Null)
-            .with_override(Override {
-                actor,
-                justification: REACTIVATION_JUSTIFICATION.into(),
-            }),
+        let cmd = match reconcile_plan(
+            session_id,
+            &status,
+            version,
+            last_message_at,
+            now,
+            live_window,
+        ) {
+            ReconcilePlan::Done(action) => return Ok(action),
+            ReconcilePlan::Transition(cmd) => cmd,
         };
-        let to = cmd.to_status.clone();
-        let out = self.transition(&cmd.expecting(status.clone()).with_version(version))?;
+        let out = self.transition(&cmd)?;
         Ok(match out.result {
-            OutcomeKind::Applied if to == "running" => {
-                ReconcileAction::Reactivated { from: status }
-            }
-            OutcomeKind::Applied => ReconcileAction::Completed,
+            lifecycle_core::OutcomeKind::Applied => reconcile_applied(&cmd, &status),
             _ => ReconcileAction::Conflict,
         })
     }
