@@ -3,7 +3,8 @@
 //! configured `notify.on_terminal` handler runs; with durable delivery
 //! configured the envelope is enqueued in the dispatch outbox instead and
 //! delivered by a scan (one at the end of the run, `lionrt outbox deliver`
-//! retries later).
+//! retries later). That scan sends only the rows this run enqueued; any
+//! other due row is left to `lionrt outbox deliver` and the daemon.
 //!
 //! Settings come from three levels, highest first: `--notify-on-terminal`,
 //! the workspace's `.lionagi/settings.yaml`, the global settings file.
@@ -16,19 +17,33 @@
 //! which gives the envelope as an argument (the transport's stdin is
 //! null): an argv element `{payload}` is replaced by the envelope JSON, and
 //! an argv without one gets it appended as its last argument.
+//!
+//! **The outcome on the run.** Once the run is over, its notify outcome is
+//! written on its session, as the `notify_outcome` key of the session's
+//! `node_metadata` (other keys are kept), so `lionrt sessions show` reads it
+//! back on any store: the adapter's result (`ok`, `exit_code`, `reason`), a
+//! refusal's reason (a notifier asked for and refused), or, with durable
+//! delivery, whether the end-of-run scan delivered the dispatch, with the
+//! dispatch's id and status (later deliveries show in `lionrt outbox show`).
+//! Nothing configured, or the session excluded by the filter, writes
+//! nothing: that absence tells the benign cases from a refusal. Like the
+//! outcome itself, it carries no argument value.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Args;
-use lifecycle_core::{Actor, ActorType, TerminalEvent, TerminalSink, TransitionRecord};
+use lifecycle_core::{
+    Actor, ActorType, SessionRecorder, TerminalEvent, TerminalSink, TransitionRecord,
+};
 use notify::{
     Adapter, DEFAULT_BUDGET, NotifyOutcome, OutcomeSink, Registry, Resolution, RunNotify, RunScope,
     TerminalNotifier, install_for_run, resolve_on_terminal,
 };
 use outbox::{
-    ExecTransport, NewDispatch, ScanConfig, SystemClock, Template, deliver_due, enqueue_dispatch,
+    DispatchStatus, ExecTransport, NewDispatch, OutboxStore, ScanConfig, SystemClock, Template,
+    deliver_ids, enqueue_dispatch,
 };
 use runtime_settings::{Settings, SettingsFile};
 use serde_json::Value;
@@ -37,6 +52,15 @@ use tokio::runtime::Handle;
 
 /// How long the end-of-run scan lets one send take.
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `node_metadata` key holding the run's notify outcome.
+pub(crate) const OUTCOME_KEY: &str = "notify_outcome";
+
+/// Reason of a durable outcome whose dispatch could not be enqueued.
+const ENQUEUE_FAILED: &str = "dispatch_enqueue_failed";
+/// Reason of a durable outcome whose dispatch the end-of-run scan did not
+/// deliver (it stays in the outbox for later scans).
+const NOT_DELIVERED: &str = "dispatch_not_delivered";
 
 /// `lionrt run`'s notification flags.
 #[derive(Debug, Args, Default)]
@@ -145,6 +169,8 @@ pub(crate) struct Wiring {
     /// Durable delivery: the outbox file and the resolved argv.
     durable: Option<(PathBuf, Vec<String>)>,
     enqueued: Mutex<Vec<String>>,
+    /// Durable delivery: the outcome to record on the run.
+    durable_outcome: Mutex<Option<Value>>,
 }
 
 impl std::fmt::Debug for Wiring {
@@ -201,6 +227,7 @@ impl Prepared {
             outcome,
             durable,
             enqueued: Mutex::new(Vec::new()),
+            durable_outcome: Mutex::new(None),
         }
     }
 }
@@ -246,7 +273,13 @@ impl Wiring {
                 };
                 match enqueue(db, argv, &envelope, &event.transition) {
                     Ok(id) => lock(&self.enqueued).push(id),
-                    Err(error) => warn(&format!("terminal notify not enqueued: {error}")),
+                    Err(error) => {
+                        warn(&format!("terminal notify not enqueued: {error}"));
+                        *lock(&self.durable_outcome) = Some(serde_json::json!({
+                            "ok": false, "exit_code": null, "stderr_path": null,
+                            "reason": ENQUEUE_FAILED,
+                        }));
+                    }
                 }
             }
         }
@@ -274,20 +307,114 @@ impl Wiring {
                 outcome.reason.as_deref().unwrap_or("unknown")
             ));
         }
+        let ids = lock(&self.enqueued).clone();
         if let Some((db, _)) = &self.durable
-            && !lock(&self.enqueued).is_empty()
+            && !ids.is_empty()
         {
             let db = db.clone();
-            let scanned = tokio::task::spawn_blocking(move || scan(&db)).await;
-            match scanned {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => warn(&format!(
-                    "outbox scan failed ({error}); `lionrt outbox deliver` retries"
-                )),
-                Err(error) => warn(&format!("outbox scan did not complete: {error}")),
-            }
+            let scanned = tokio::task::spawn_blocking(move || scan(&db, &ids)).await;
+            let outcome = match scanned {
+                Ok(Ok(outcome)) => Some(outcome),
+                Ok(Err(error)) => {
+                    warn(&format!(
+                        "outbox scan failed ({error}); `lionrt outbox deliver` retries"
+                    ));
+                    None
+                }
+                Err(error) => {
+                    warn(&format!("outbox scan did not complete: {error}"));
+                    None
+                }
+            };
+            *lock(&self.durable_outcome) = outcome;
         }
     }
+
+    /// The run's notify outcome as it is recorded on the session, or `None`
+    /// when there is nothing to record (nothing configured, the session
+    /// filtered out, or a durable scan that could not read its row back).
+    fn outcome(&self) -> Option<Value> {
+        if self.durable.is_some() {
+            return lock(&self.durable_outcome).clone();
+        }
+        let outcome = lock(&self.outcome.0).clone()?;
+        serde_json::to_value(outcome).ok()
+    }
+
+    /// After the run: records its notify outcome on session `session` of
+    /// `store` (see the module documentation). Never fails the run: a
+    /// failed write is a warning. Call it outside any async runtime (a
+    /// PostgreSQL store blocks on its own).
+    pub(crate) fn record_on<R: SessionRecorder>(&self, store: &R, session: &str) {
+        let Some(outcome) = self.outcome() else {
+            return;
+        };
+        if let Err(error) = record_outcome(store, session, outcome) {
+            warn(&format!(
+                "notify outcome not recorded on the session: {error}"
+            ));
+        }
+    }
+}
+
+/// Writes `outcome` under [`OUTCOME_KEY`] of the session's `node_metadata`,
+/// keeping its other keys. A `node_metadata` that is not a JSON object is
+/// not overwritten (an error).
+fn record_outcome<R: SessionRecorder>(
+    store: &R,
+    session: &str,
+    outcome: Value,
+) -> anyhow::Result<()> {
+    let snapshot = store
+        .session(session)?
+        .ok_or_else(|| anyhow::anyhow!("session {session:?} not found"))?;
+    let mut meta = match snapshot.columns.get("node_metadata") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::String(text)) => match serde_json::from_str(text) {
+            Ok(Value::Object(map)) => map,
+            _ => anyhow::bail!("the session's node_metadata is not a JSON object; left as is"),
+        },
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => anyhow::bail!("the session's node_metadata is not a JSON object; left as is"),
+    };
+    meta.insert(OUTCOME_KEY.to_owned(), outcome);
+    let columns = std::collections::BTreeMap::from([(
+        "node_metadata".to_owned(),
+        Value::String(Value::Object(meta).to_string()),
+    )]);
+    if !store.update_session(session, &columns)? {
+        anyhow::bail!("session {session:?} not found");
+    }
+    Ok(())
+}
+
+/// The notify outcome recorded in a session's `node_metadata` text, if any.
+pub(crate) fn outcome_in_metadata(node_metadata: Option<&str>) -> Option<Value> {
+    let meta: Value = serde_json::from_str(node_metadata?).ok()?;
+    meta.get(OUTCOME_KEY).filter(|v| !v.is_null()).cloned()
+}
+
+/// One line for `sessions show`: `ok (exit 0)`, `failed: REASON`, with the
+/// dispatch of a durable outcome.
+pub(crate) fn describe_outcome(outcome: &Value) -> String {
+    let mut text = if outcome["ok"] == Value::Bool(true) {
+        "ok".to_owned()
+    } else {
+        format!(
+            "failed: {}",
+            outcome["reason"].as_str().unwrap_or("unknown")
+        )
+    };
+    if let Some(code) = outcome["exit_code"].as_i64() {
+        text.push_str(&format!(" (exit {code})"));
+    }
+    if let Some(id) = outcome["dispatch"]["id"].as_str() {
+        text.push_str(&format!(
+            ", dispatch {id} {}",
+            outcome["dispatch"]["status"].as_str().unwrap_or("?")
+        ));
+    }
+    text
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -328,7 +455,9 @@ fn enqueue(
     Ok(out.id)
 }
 
-fn scan(db: &Path) -> anyhow::Result<()> {
+/// Delivers the rows `ids` (this run's) and returns the outcome to record:
+/// the first row's delivery state.
+fn scan(db: &Path, ids: &[String]) -> anyhow::Result<Value> {
     let store = open(db)?;
     let transport = ExecTransport {
         default_template: None,
@@ -338,7 +467,18 @@ fn scan(db: &Path) -> anyhow::Result<()> {
         actor: Some(actor()),
         ..ScanConfig::default()
     };
-    let report = deliver_due(&store, &transport, &SystemClock, &config)?;
+    let report = deliver_ids(&store, &transport, &SystemClock, &config, ids)?;
     tracing::info!(?report, "end-of-run outbox scan");
-    Ok(())
+    let id = ids.first().map_or("", String::as_str);
+    let row = store
+        .get(id)?
+        .ok_or_else(|| anyhow::anyhow!("dispatch {id} vanished after the scan"))?;
+    let ok = row.status == DispatchStatus::Delivered;
+    Ok(serde_json::json!({
+        "ok": ok,
+        "exit_code": null,
+        "stderr_path": null,
+        "reason": if ok { None } else { Some(NOT_DELIVERED) },
+        "dispatch": {"id": row.id, "status": row.status, "attempt": row.attempt},
+    }))
 }

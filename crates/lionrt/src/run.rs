@@ -175,6 +175,7 @@ where
         wiring.finish().await;
         anyhow::Ok(report?)
     })?;
+    wiring.record_on(&*store, &report.session);
     let history = store.history("session", &report.session)?;
     print_report(json, &report, &history);
     Ok(ExitCode::from(crate::progress::exit_code(&report)))

@@ -102,10 +102,18 @@ fn read<B: Backend>(backend: &B, json: bool, cmd: SessionsCmd) -> Result<ExitCod
                 anyhow::bail!("session {id:?} vanished while reading");
             };
             let history = reader.transitions("session", &id)?;
+            let notify =
+                crate::notify_wiring::outcome_in_metadata(backend.node_metadata(&id)?.as_deref());
             if json {
-                out::json(&json!({"session": row, "history": history}));
+                out::json(&json!({"session": row, "history": history, "notify_outcome": notify}));
             } else {
                 print_show(&row);
+                if let Some(outcome) = &notify {
+                    out::line(format!(
+                        "notify     {}",
+                        crate::notify_wiring::describe_outcome(outcome)
+                    ));
+                }
                 out::line("");
                 crate::state::print_history(false, &history);
             }

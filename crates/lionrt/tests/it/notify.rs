@@ -224,3 +224,225 @@ fn a_failed_durable_send_stays_queued_and_outbox_deliver_retries_it() {
     assert_eq!(rows[0]["status"], "delivered", "{rows}");
     assert_eq!(rows[0]["attempt"], 2, "{rows}");
 }
+
+/// The notify outcome `lionrt sessions show --json` reads back for `session`.
+fn recorded_outcome(db: &Path, global: &Path, session: &str) -> serde_json::Value {
+    let out = lionrt(db, global, &["--json", "sessions", "show", session]);
+    assert!(out.status.success(), "{out:?}");
+    stdout_json(&out)["notify_outcome"].clone()
+}
+
+fn run_session(db: &Path, global: &Path, ws: &Path, session: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "--session",
+        session,
+        "--workspace",
+        ws.to_str().expect("utf8"),
+    ];
+    args.extend_from_slice(extra);
+    lionrt(db, global, &args)
+}
+
+// contract: NTF-031
+// contract: NTF-032
+#[test]
+fn the_runs_notify_outcome_is_recorded_on_its_session_and_read_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let none = dir.path().join("none.yaml");
+    let ws = dir.path();
+
+    // Nothing configured: nothing is written on the run.
+    let out = run_session(&db, &none, ws, "o-none", &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        recorded_outcome(&db, &none, "o-none").is_null(),
+        "nothing configured writes nothing"
+    );
+
+    // A filter that excludes the session: nothing is written either.
+    let filtered = dir.path().join("filtered.yaml");
+    std::fs::write(
+        &filtered,
+        "notify:\n  on_terminal:\n    adapter: {kind: exec, argv: [\"true\"]}\n    filter:\n      ids: [\"someone-else\"]\n",
+    )
+    .expect("settings");
+    let out = run_session(&db, &filtered, ws, "o-filtered", &[]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(recorded_outcome(&db, &none, "o-filtered").is_null());
+
+    // A handler that succeeds.
+    let out = run_session(&db, &none, ws, "o-ok", &["--notify-on-terminal", "true"]);
+    assert!(out.status.success(), "{out:?}");
+    let got = recorded_outcome(&db, &none, "o-ok");
+    assert_eq!(got["ok"], true, "{got}");
+    assert_eq!(got["exit_code"], 0, "{got}");
+
+    // A handler that fails: the run still completes, the outcome says why.
+    let out = run_session(
+        &db,
+        &none,
+        ws,
+        "o-fail",
+        &["--notify-on-terminal", "sh -c 'exit 7' s3cr3t-arg"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let got = recorded_outcome(&db, &none, "o-fail");
+    assert_eq!(got["ok"], false, "{got}");
+    assert_eq!(got["exit_code"], 7, "{got}");
+    assert_eq!(got["reason"], "adapter_exited_unsuccessfully", "{got}");
+    assert!(
+        !got.to_string().contains("s3cr3t-arg"),
+        "no argument value: {got}"
+    );
+
+    // A notifier asked for and refused: the refusal is recorded on the run.
+    let out = run_session(
+        &db,
+        &none,
+        ws,
+        "o-refused",
+        &["--notify-on-terminal", "notify-send a | tee b"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let got = recorded_outcome(&db, &none, "o-refused");
+    assert_eq!(got["ok"], false, "{got}");
+    assert_eq!(
+        got["reason"], "on_terminal_command_requires_shell_features",
+        "{got}"
+    );
+
+    // The text form names it too.
+    let out = lionrt(&db, &none, &["sessions", "show", "o-fail"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("notify     failed: adapter_exited_unsuccessfully (exit 7)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_end_of_run_scan_delivers_only_the_rows_this_run_enqueued() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let none = dir.path().join("none.yaml");
+    let foreign_sink = dir.path().join("foreign.txt");
+    let run_sink = dir.path().join("delivered.jsonl");
+    let out = lionrt(&db, &none, &["state", "init"]);
+    assert!(out.status.success(), "{out:?}");
+    // Someone else's row, due now, waiting for a scan.
+    let append = format!("printf '%s\\n' \"$1\" >> {}", foreign_sink.display());
+    let out = lionrt(
+        &db,
+        &none,
+        &[
+            "--json",
+            "outbox",
+            "enqueue",
+            "foreign",
+            "--dedup-key",
+            "other",
+            "--",
+            "sh",
+            "-c",
+            &append,
+            "sh",
+            "{payload}",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let foreign = stdout_json(&out)["id"]
+        .as_str()
+        .expect("the enqueued id")
+        .to_owned();
+
+    let handler = format!(
+        "sh -c 'printf \"%s\\n\" \"$1\" >> {}' sh",
+        run_sink.display()
+    );
+    let out = run_session(
+        &db,
+        &none,
+        dir.path(),
+        "own",
+        &["--notify-durable", "--notify-on-terminal", &handler],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(envelopes(&run_sink).len(), 1, "the run's own row was sent");
+    assert!(
+        !foreign_sink.exists(),
+        "another producer's due row is not sent by the run"
+    );
+    let row = stdout_json(&lionrt(&db, &none, &["--json", "outbox", "show", &foreign]));
+    let row = &row["dispatch"];
+    assert_eq!(row["status"], "pending", "{row}");
+    assert_eq!(row["attempt"], 0, "{row}");
+
+    // The outcome on the run names its own dispatch, delivered.
+    let got = recorded_outcome(&db, &none, "own");
+    assert_eq!(got["ok"], true, "{got}");
+    assert_eq!(got["dispatch"]["status"], "delivered", "{got}");
+    assert_ne!(got["dispatch"]["id"], foreign.as_str(), "{got}");
+
+    // The foreign row is left to `lionrt outbox deliver`.
+    let out = lionrt(&db, &none, &["--json", "outbox", "deliver"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&foreign_sink).expect("sent now"),
+        "foreign\n"
+    );
+}
+
+#[test]
+fn the_notify_outcome_is_recorded_on_a_postgresql_session_too() {
+    let Ok(url) = std::env::var("LIONRT_TEST_PG") else {
+        #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+        {
+            eprintln!("skipped: LIONRT_TEST_PG is unset");
+        }
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema = format!("lionrt_notify_{}", std::process::id());
+    let pg = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_lionrt"))
+            .arg("--db")
+            .arg(&url)
+            .args(args)
+            .env_remove("LIONRT_DB")
+            .env("LIONRT_PG_SCHEMA", &schema)
+            .env("LIONAGI_SETTINGS_FILE", dir.path().join("none.yaml"))
+            .output()
+            .expect("run lionrt")
+    };
+    let ws = dir.path().to_str().expect("utf8");
+    let out = pg(&[
+        "run",
+        "--session",
+        "pg-notify",
+        "--workspace",
+        ws,
+        "--notify-on-terminal",
+        "sh -c 'exit 3'",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let out = pg(&["run", "--session", "pg-quiet", "--workspace", ws]);
+    assert!(out.status.success(), "{out:?}");
+    let show = |session: &str| {
+        let out = pg(&["--json", "sessions", "show", session]);
+        assert!(out.status.success(), "{out:?}");
+        stdout_json(&out)["notify_outcome"].clone()
+    };
+    let got = show("pg-notify");
+    assert_eq!(
+        (&got["ok"], &got["exit_code"], &got["reason"]),
+        (
+            &false.into(),
+            &3.into(),
+            &"adapter_exited_unsuccessfully".into()
+        ),
+        "{got}"
+    );
+    assert!(show("pg-quiet").is_null());
+}
