@@ -121,13 +121,23 @@ fn sqlite(checks: &mut Vec<Check>) {
 }
 
 fn database(checks: &mut Vec<Check>, db: &Path) {
-    if crate::dbpath::is_url(db) {
-        check(
-            checks,
-            "database",
-            Level::Ok,
-            "a PostgreSQL URL (not probed)",
-        );
+    if let Some(url) = crate::pg::url(db) {
+        // Probed read-only: the schema must be there, migrated by this
+        // build's migrations (checksums included), and the server answer.
+        let probe = || -> Result<String> {
+            let backend = crate::backend::Postgres::open(&url)?;
+            let store = crate::backend::Backend::reader(&backend);
+            Ok(format!(
+                "{} (PostgreSQL {}, schema version {})",
+                crate::backend::Backend::location(&backend),
+                store.server_version()?,
+                store.schema_version()?
+            ))
+        };
+        match probe() {
+            Ok(detail) => check(checks, "database", Level::Ok, detail),
+            Err(e) => check(checks, "database", Level::Fail, format!("{e:#}")),
+        }
         return;
     }
     if !db.exists() {

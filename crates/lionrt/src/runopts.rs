@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use lifecycle_core::StateReader;
 use providers_core::{AgentRequest, FlagKind, FlagSpec, Provider};
 use runner::RunConfig;
 use serde_json::{Map, Value};
@@ -162,31 +163,42 @@ fn typed_value(spec: &FlagSpec, raw: &str) -> Result<Value> {
 }
 
 /// A `--resume` value: a recorded lionrt session's provider resume id, or
-/// the value itself when no recorded session matches.
+/// the value itself when no recorded session matches. Read from the SQLite
+/// file or the PostgreSQL schema `--db` names.
 fn resume_id(db: &Path, provider: ProviderName, id: &str) -> Result<String> {
-    if crate::dbpath::is_url(db) || !db.exists() {
-        return Ok(id.to_owned());
+    match crate::pg::url(db) {
+        // The run opens (and migrates) this store next anyway.
+        Some(url) => resume_on(&crate::pg::open(&url)?, provider, id),
+        None if !db.exists() => Ok(id.to_owned()),
+        None => {
+            let (engine, _conn) = crate::view::open_read(db)?;
+            resume_on(&engine, provider, id)
+        }
     }
-    let (_engine, conn) = crate::view::open_read(db)?;
-    let session = match state_sqlite::overview::resolve_id(&conn, "session", id) {
-        Ok(session) => session,
-        Err(state_sqlite::StoreError::NoSuchId { .. }) => return Ok(id.to_owned()),
-        Err(e) => return Err(e.into()),
+}
+
+/// [`resume_id`] on any store.
+fn resume_on<R: StateReader>(reader: &R, provider: ProviderName, id: &str) -> Result<String> {
+    let Some(session) = crate::view::resolve(reader, "session", id)? else {
+        return Ok(id.to_owned());
     };
-    let row = state_sqlite::overview::session(&conn, &session)?;
+    let row = reader.session_row(&session)?;
     let recorded = row.as_ref().and_then(|r| r.provider.clone());
     let label = provider_label(provider);
     if let Some(recorded) = recorded.filter(|p| p != label) {
         bail!("session {session} ran on {recorded}; resume it with --provider {recorded}");
     }
-    let found: Option<String> = conn
-        .query_row(
-            "SELECT content FROM messages WHERE session_id = ?1 AND role = 'session'
-             ORDER BY rowid DESC LIMIT 1",
-            [&session],
-            |r| r.get(0),
-        )
-        .ok();
+    // The newest `session` message (the provider's resume id).
+    let mut found = None;
+    let mut after = 0;
+    loop {
+        let batch = reader.messages(&session, after, 1000)?;
+        let Some(last) = batch.last() else { break };
+        after = last.seq;
+        if let Some(m) = batch.iter().rev().find(|m| m.role == "session") {
+            found = Some(m.content.clone());
+        }
+    }
     let resume = found
         .and_then(|c| serde_json::from_str::<Value>(&c).ok())
         .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_owned));

@@ -228,6 +228,23 @@ fn state_and_sessions(t: &Target) -> Vec<serde_json::Value> {
     assert!(t.json(&["state", "init"])["schema_version"].as_u64() >= Some(1));
     let run = t.json(&["run", "--session", "demo-1"]);
     assert_eq!(run["ok"], true, "{run}");
+    // --resume finds the recorded session by prefix, and refuses another
+    // provider before anything starts.
+    let out = t.run(&[
+        "run",
+        "--provider",
+        "claude",
+        "--session",
+        "never",
+        "--resume",
+        "demo",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("session demo-1 ran on scripted"),
+        "{}",
+        text(&out)
+    );
     for id in ["open-1", "open-2"] {
         let v = t.json(&[
             "state",
@@ -528,4 +545,135 @@ fn deliver_processes_racing_on_one_postgres_outbox_send_each_row_once() {
     assert_eq!(lines, want, "each payload sent exactly once");
     let rows = t.json(&["outbox", "ls", "--status", "delivered"]);
     assert_eq!(rows.as_array().map(Vec::len), Some(ROWS));
+}
+
+/// `doctor` with `--db` naming `db`, as JSON, from an empty home.
+fn doctor(db: &str, schema: &str) -> serde_json::Value {
+    let home = tempfile::tempdir().expect("home");
+    let out = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args(["--db", db, "--json", "doctor", "--version-timeout", "1"])
+        .env_remove("LIONRT_DB")
+        .env_remove("LIONAGI_HOME")
+        .env("HOME", home.path())
+        .env("LIONRT_PG_SCHEMA", schema)
+        .output()
+        .expect("doctor");
+    let all = text(&out);
+    assert!(!all.contains("hunter2secret"), "{all}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {all}"));
+    v["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["check"] == "database")
+        .cloned()
+        .unwrap_or_else(|| panic!("no database check: {v}"))
+}
+
+#[test]
+fn doctor_probes_a_postgres_database() {
+    let refused = doctor(
+        "postgres://lionrt:hunter2secret@127.0.0.1:1/lionrt?connect_timeout=2",
+        "lionrt",
+    );
+    assert_eq!(refused["level"], "fail", "{refused}");
+    let detail = refused["detail"].as_str().expect("detail");
+    assert!(detail.contains("no PostgreSQL server answers"), "{detail}");
+    assert!(detail.contains("lionrt:***@127.0.0.1:1"), "{detail}");
+    let Some(url) = server() else { return };
+    let t = Target::postgres(&url, "doctor");
+    // A schema nobody migrated yet is named as such.
+    let fresh = doctor(&url, &t.schema);
+    assert_eq!(fresh["level"], "fail", "{fresh}");
+    assert!(
+        fresh["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("lionrt state init")),
+        "{fresh}"
+    );
+    t.json(&["state", "init"]);
+    let ready = doctor(&url, &t.schema);
+    assert_eq!(ready["level"], "ok", "{ready}");
+    let detail = ready["detail"].as_str().expect("detail");
+    assert!(
+        detail.contains("PostgreSQL ") && detail.contains("schema version"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn sessions_messages_follow_a_postgres_session_until_it_ends() {
+    let Some(url) = server() else { return };
+    let t = Target::postgres(&url, "follow");
+    t.json(&["state", "init"]);
+    t.json(&[
+        "state",
+        "create",
+        "session",
+        "live-1",
+        "running",
+        "--reason",
+        "run.started.ok",
+    ]);
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    let insert = format!(
+        "INSERT INTO {}.messages (id, session_id, role, content, created_at)
+         VALUES ($1, 'live-1', 'assistant', $2, $3)",
+        t.schema
+    );
+    let add = |c: &mut postgres::Client, n: i64| {
+        c.execute(
+            &insert,
+            &[&format!("m{n}"), &format!("\"line {n}\""), &(1_000 - n)],
+        )
+        .expect("insert");
+    };
+    add(&mut c, 1);
+    let follower = t.spawn(&[
+        "--json",
+        "sessions",
+        "messages",
+        "live",
+        "--follow",
+        "--interval",
+        "20",
+    ]);
+    // Written while it follows, with created_at going backwards: the
+    // cursor is the write order.
+    add(&mut c, 2);
+    add(&mut c, 3);
+    t.json(&[
+        "state",
+        "transition",
+        "session",
+        "live-1",
+        "completed",
+        "--reason",
+        "run.completed.ok",
+    ]);
+    // The session is terminal: the follower prints what is left and ends
+    // (a hung follower is killed at the deadline and fails the test).
+    let pid = follower.id();
+    let waiter = std::thread::spawn(move || follower.wait_with_output());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !waiter.is_finished() {
+        if std::time::Instant::now() > deadline {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            panic!("the follower did not end after the session did");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = waiter.join().expect("waiter").expect("follower");
+    assert!(out.status.success(), "{}", text(&out));
+    let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["id"]
+                .as_str()
+                .unwrap_or("-")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids, ["m1", "m2", "m3"]);
 }
