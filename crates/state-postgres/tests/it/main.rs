@@ -8,4 +8,5 @@ mod crash;
 mod engine;
 mod listen;
 mod race;
+mod reader;
 mod service;
