@@ -1,4 +1,5 @@
-//! The transport seam and the endpoints that call through it.
+//! The transport seam, and one call's sending under the endpoint retry
+//! contract (what [`Model`](crate::Model) runs once it has admitted a call).
 
 use std::future::Future;
 use std::io::Read;
@@ -9,7 +10,6 @@ use providers_core::{
 };
 use serde_json::Value;
 
-use crate::chat::{ChatRequest, shape_chat_request};
 use crate::error::Error;
 
 /// Sends one HTTP request. No client is chosen here; the binary supplies
@@ -38,18 +38,17 @@ pub trait Sleeper {
     fn sleep(&mut self, d: Duration) -> impl Future<Output = ()> + Send;
 }
 
-/// A chat completions call under the endpoint retry contract.
-pub async fn chat<T: Transport, S: Sleeper>(
+/// Sends a shaped chat completions body under the endpoint retry contract.
+pub(crate) async fn send_chat<T: Transport, S: Sleeper>(
     transport: &mut T,
     sleeper: &mut S,
     retry: &EndpointRetry,
-    req: &ChatRequest,
+    body: &Value,
 ) -> Result<Value, Error> {
-    let body = shape_chat_request(req)?;
     Ok(call_with_retries(
         retry,
         || Ok(()),
-        async |()| transport.post_json("/chat/completions", &body).await,
+        async |()| transport.post_json("/chat/completions", body).await,
         async |d| sleeper.sleep(d).await,
     )
     .await?)
@@ -87,7 +86,7 @@ impl UploadEndpoint {
 /// Uploads a file under the retry contract. The body factory is built
 /// once (a one-shot stream is refused before any I/O when a retry could
 /// happen) and each attempt gets a fresh reader over the full content.
-pub async fn upload<T: Transport, S: Sleeper>(
+pub(crate) async fn send_upload<T: Transport, S: Sleeper>(
     endpoint: UploadEndpoint,
     transport: &mut T,
     sleeper: &mut S,

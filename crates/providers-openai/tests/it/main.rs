@@ -1,38 +1,74 @@
-//! Integration tests of providers-openai.
+//! Integration tests of providers-openai: request shaping, and every API
+//! call through the model layer over scripted in-memory transports.
+
+mod executor;
+mod model;
 
 use std::io::{Cursor, Read, Seek, SeekFrom};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use providers_core::{BodySource, EndpointRetry, HttpError, TransportFailure};
+use providers_core::{BodySource, Endpoint, EndpointConfig, HttpError, TransportFailure};
 use providers_openai::{
-    ChatMessage, ChatRequest, Error, Role, Sleeper, Transport, UploadEndpoint, chat,
-    shape_chat_request, upload, uses_developer_messages,
+    ChatMessage, ChatRequest, Error, Executor, Model, ModelConfig, RateLimit, Role, Sleeper,
+    Transport, UploadEndpoint, shape_chat_request, uses_developer_messages,
 };
 use serde_json::{Value, json};
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
+/// A current-thread runtime with timers.
+pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .expect("runtime")
         .block_on(f)
 }
 
+/// Runs `f` on a current-thread runtime, failing (not hanging) if it has
+/// not finished at a generous deadline.
+pub(crate) fn block_on_within<F: std::future::Future>(f: F) -> F::Output {
+    block_on(async {
+        tokio::time::timeout(Duration::from_secs(60), f)
+            .await
+            .expect("finished before the deadline")
+    })
+}
+
+/// Yields until `cond` holds; panics only at a generous deadline.
+pub(crate) async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::task::yield_now().await;
+    }
+}
+
 /// Answers from a queue (the last answer repeats) and records bodies.
-struct Fake {
+pub(crate) struct Fake {
     answers: Vec<Result<Value, TransportFailure>>,
-    sent_json: Vec<Value>,
-    sent_files: Vec<(String, Vec<u8>)>,
+    pub(crate) sent_json: Vec<Value>,
+    pub(crate) sent_files: Vec<(String, Vec<u8>)>,
+    /// When set, the in-flight count seen at each send.
+    pub(crate) probe: Option<Executor>,
+    pub(crate) in_flight_at_send: Vec<usize>,
 }
 
 impl Fake {
-    fn new(answers: Vec<Result<Value, TransportFailure>>) -> Self {
+    pub(crate) fn new(answers: Vec<Result<Value, TransportFailure>>) -> Self {
         Self {
             answers,
             sent_json: vec![],
             sent_files: vec![],
+            probe: None,
+            in_flight_at_send: vec![],
         }
     }
-    fn answer(&self, n: usize) -> Result<Value, TransportFailure> {
+    pub(crate) fn ok() -> Self {
+        Self::new(vec![Ok(json!({"id": "c"}))])
+    }
+    fn answer(&mut self, n: usize) -> Result<Value, TransportFailure> {
+        if let Some(e) = &self.probe {
+            self.in_flight_at_send.push(e.stats().in_flight);
+        }
         self.answers[n.min(self.answers.len() - 1)].clone()
     }
 }
@@ -56,16 +92,44 @@ impl Transport for Fake {
     }
 }
 
-struct NoSleep;
+pub(crate) struct NoSleep;
 impl Sleeper for NoSleep {
     async fn sleep(&mut self, _d: Duration) {}
 }
 
-fn status(s: u16) -> TransportFailure {
+pub(crate) fn status(s: u16) -> TransportFailure {
     TransportFailure::Status(HttpError {
         status: s,
         body: String::new(),
     })
+}
+
+/// A model over a plain (API) endpoint for `model`.
+pub(crate) fn api_model(model: &str, config: ModelConfig) -> Model {
+    let mut c = EndpointConfig::new("openai");
+    c.model = Some(model.to_owned());
+    Model::new(Endpoint::plain(&c), config).expect("valid model config")
+}
+
+pub(crate) fn limited(requests: u32) -> ModelConfig {
+    ModelConfig {
+        rate_limit: RateLimit {
+            requests,
+            queue_capacity: 16,
+        },
+        ..ModelConfig::default()
+    }
+}
+
+pub(crate) fn user(text: &str) -> ChatRequest {
+    ChatRequest {
+        model: None,
+        messages: vec![ChatMessage {
+            role: Role::User,
+            content: text.into(),
+        }],
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -147,20 +211,16 @@ fn shaping_rewrites_system_for_gated_models() {
 #[test]
 fn chat_calls_follow_the_retry_contract() {
     // contract: PRV-045, PRV-046
-    let req = ChatRequest {
-        model: Some("gpt-5".into()),
-        messages: vec![ChatMessage {
-            role: Role::User,
-            content: "x".into(),
-        }],
-        ..Default::default()
-    };
-    let retry = EndpointRetry {
-        max_retries: 4,
-        ..Default::default()
-    };
+    let req = user("x");
+    let m = api_model(
+        "gpt-5",
+        ModelConfig {
+            max_retries: 4,
+            ..ModelConfig::default()
+        },
+    );
     let mut t = Fake::new(vec![Err(status(401))]);
-    let r = block_on(chat(&mut t, &mut NoSleep, &retry, &req));
+    let r = block_on(m.chat(&mut t, &mut NoSleep, &req));
     assert!(matches!(
         r,
         Err(Error::Core(providers_core::Error::NonRetryableClient(_)))
@@ -172,7 +232,7 @@ fn chat_calls_follow_the_retry_contract() {
         Ok(json!({"id": "c"})),
     ]);
     assert_eq!(
-        block_on(chat(&mut t, &mut NoSleep, &retry, &req)).unwrap(),
+        block_on(m.chat(&mut t, &mut NoSleep, &req)).unwrap(),
         json!({"id": "c"})
     );
     assert_eq!(t.sent_json.len(), 3);
@@ -181,19 +241,28 @@ fn chat_calls_follow_the_retry_contract() {
 #[test]
 fn all_upload_endpoints_share_replay_behaviour() {
     // contract: PRV-078, PRV-074, PRV-075, PRV-076
-    let retry = EndpointRetry {
-        max_retries: 3,
-        ..Default::default()
-    };
+    let m = api_model(
+        "whisper-1",
+        ModelConfig {
+            max_retries: 3,
+            ..ModelConfig::default()
+        },
+    );
+    let single = api_model(
+        "whisper-1",
+        ModelConfig {
+            max_retries: 1,
+            ..ModelConfig::default()
+        },
+    );
     for ep in UploadEndpoint::ALL {
         // Bytes: every attempt sends the full snapshot.
         let mut t = Fake::new(vec![Err(status(503)), Ok(json!({"text": "ok"}))]);
         let bytes = b"RIFFaudio".to_vec();
-        block_on(upload(
+        block_on(m.upload(
             ep,
             &mut t,
             &mut NoSleep,
-            &retry,
             &json!({}),
             BodySource::Bytes(&bytes),
         ))
@@ -211,11 +280,10 @@ fn all_upload_endpoints_share_replay_behaviour() {
         let mut s = Cursor::new(b"XXhead+body".to_vec());
         s.seek(SeekFrom::Start(2)).unwrap();
         let mut t = Fake::new(vec![Err(status(500)), Ok(json!({}))]);
-        block_on(upload(
+        block_on(m.upload(
             ep,
             &mut t,
             &mut NoSleep,
-            &retry,
             &json!({}),
             BodySource::Seekable(&mut s),
         ))
@@ -228,11 +296,10 @@ fn all_upload_endpoints_share_replay_behaviour() {
 
         // One-shot with retries possible: refused before any send.
         let mut t = Fake::new(vec![Ok(json!({}))]);
-        let r = block_on(upload(
+        let r = block_on(m.upload(
             ep,
             &mut t,
             &mut NoSleep,
-            &retry,
             &json!({}),
             BodySource::OneShot(Box::new(Cursor::new(b"x".to_vec()))),
         ));
@@ -243,20 +310,68 @@ fn all_upload_endpoints_share_replay_behaviour() {
         assert!(t.sent_files.is_empty());
 
         // Single-shot endpoint: the stream is handed through once.
-        let single = EndpointRetry {
-            max_retries: 1,
-            ..Default::default()
-        };
         let mut t = Fake::new(vec![Ok(json!({}))]);
-        block_on(upload(
+        block_on(single.upload(
             ep,
             &mut t,
             &mut NoSleep,
-            &single,
             &json!({}),
             BodySource::OneShot(Box::new(Cursor::new(b"once".to_vec()))),
         ))
         .unwrap();
         assert_eq!(t.sent_files[0].1, b"once");
     }
+}
+
+#[test]
+fn the_model_fills_the_body_from_its_config_and_never_sends_an_mcp_set() {
+    let m = api_model("openai/gpt-5", ModelConfig::default());
+    m.configure(|c| {
+        c.update("temperature", providers_core::KwargValue::Json(json!(0.1)));
+        c.update("top_p", providers_core::KwargValue::Json(json!(0.5)));
+        c.update(
+            "mcp_servers",
+            providers_core::KwargValue::Json(json!({"gh": {"env": {"T": "secret"}}})),
+        );
+    });
+    let mut req = user("hi");
+    req.messages.insert(
+        0,
+        ChatMessage {
+            role: Role::System,
+            content: "rules".into(),
+        },
+    );
+    req.extra.insert("temperature".into(), json!(0.9));
+    let mut t = Fake::ok();
+    block_on(m.chat(&mut t, &mut NoSleep, &req)).unwrap();
+    assert_eq!(
+        t.sent_json[0],
+        json!({"model": "gpt-5", "temperature": 0.9, "top_p": 0.5, "messages": [
+            {"role": "developer", "content": "rules"}, {"role": "user", "content": "hi"}]}),
+        "request fields win, the config fills the rest, no mcp set"
+    );
+
+    let mut t = Fake::ok();
+    block_on(m.upload(
+        UploadEndpoint::OpenAiAudio,
+        &mut t,
+        &mut NoSleep,
+        &json!({"language": "en"}),
+        BodySource::Bytes(b"x"),
+    ))
+    .unwrap();
+    assert_eq!(t.sent_files.len(), 1);
+
+    let cli = Model::new(
+        Endpoint::agentic(&EndpointConfig::new("claude")).unwrap(),
+        ModelConfig::default(),
+    )
+    .unwrap();
+    let mut t = Fake::ok();
+    assert!(matches!(
+        block_on(cli.chat(&mut t, &mut NoSleep, &user("x"))),
+        Err(Error::NotAnApiEndpoint(p)) if p == "claude"
+    ));
+    assert!(t.sent_json.is_empty());
 }
