@@ -62,6 +62,7 @@ mod engine;
 mod error;
 mod lock;
 mod migrate;
+mod mirror;
 mod outbox;
 mod reader;
 mod recorder;

@@ -37,6 +37,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/0003_schedules.sql"),
     },
+    Migration {
+        version: 4,
+        name: "transcript_mirror",
+        sql: include_str!("../migrations/0004_transcript_mirror.sql"),
+    },
 ];
 
 impl Migration {

@@ -1,5 +1,6 @@
-//! Integration tests of the transcript mirror: real SQLite files, real
-//! transcript files, real worker processes.
+//! Integration tests of the transcript mirror: real SQLite files, a real
+//! PostgreSQL server (when `LIONRT_TEST_PG` names one), real transcript
+//! files, real worker processes.
 
 mod bad_input;
 mod common;
@@ -7,4 +8,5 @@ mod concurrent;
 mod lineage;
 mod liveness;
 mod mirror;
+mod postgres;
 mod scaffold;
