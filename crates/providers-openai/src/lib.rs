@@ -59,3 +59,7 @@ pub use error::Error;
 pub use executor::{Acquire, CallGuard, Executor, ExecutorStats, RateLimit};
 pub use model::{Close, CloseFailure, Model, ModelConfig, ModelManager};
 pub use transport::{Sleeper, Transport, UploadEndpoint};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
