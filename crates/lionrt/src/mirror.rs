@@ -1,5 +1,6 @@
 //! `lionrt mirror`: Claude Code and Codex transcripts into the state
-//! database, once or tailing (the original's `li mirror`).
+//! database (a SQLite file, or PostgreSQL with `--db postgres://…`), once
+//! or tailing (the original's `li mirror`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -151,11 +152,21 @@ fn print(json: bool, report: &PassReport) {
 /// until SIGINT or SIGTERM (a pass in progress finishes first).
 pub(crate) fn run(db: &Path, json: bool, args: MirrorArgs) -> Result<ExitCode> {
     let config = config(&args)?;
-    let store = Store::new(
-        Engine::create(db, EngineConfig::default())
-            .with_context(|| format!("opening {}", db.display()))?,
-    );
-    let mut mirror = Mirror::new(store, config);
+    // `--db postgres://…` (shown redacted only): the same mirror over the
+    // PostgreSQL store.
+    let mut mirror = match crate::pg::url(db) {
+        Some(url) => Mirror::new(
+            crate::pg::open(&url).with_context(|| format!("opening {url}"))?,
+            config,
+        ),
+        None => Mirror::new(
+            Store::new(
+                Engine::create(db, EngineConfig::default())
+                    .with_context(|| format!("opening {}", db.display()))?,
+            ),
+            config,
+        ),
+    };
     if !json {
         let roots: Vec<String> = [&mirror.config().claude_root, &mirror.config().codex_root]
             .into_iter()

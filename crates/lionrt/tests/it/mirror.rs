@@ -134,3 +134,101 @@ fn tailing_picks_up_appended_lines_and_stops_on_sigterm() {
     let status = child.wait().expect("wait");
     assert!(status.success(), "{status:?}");
 }
+
+fn lionrt_env(db: &str, envs: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lionrt"));
+    cmd.arg("--db").arg(db).args(args).env_remove("LIONRT_DB");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run lionrt")
+}
+
+// contract: SQL-052
+#[test]
+fn mirror_on_postgres_end_to_end() {
+    let Ok(url) = std::env::var("LIONRT_TEST_PG") else {
+        #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+        {
+            eprintln!(
+                "mirror_on_postgres_end_to_end: skipped: LIONRT_TEST_PG is unset (start a server with `eval \"$(.ci/pg-cluster start DIR)\"`)"
+            );
+        }
+        return;
+    };
+    let schema = format!("lionrt_mirror_e2e_{}", std::process::id());
+    let envs = [("LIONRT_PG_SCHEMA", schema.as_str())];
+    let root = fixtures().join("claude");
+    let codex = fixtures().join("codex");
+    let args = [
+        "--json",
+        "mirror",
+        "--once",
+        "--root",
+        root.to_str().expect("utf-8 path"),
+        "--codex-root",
+        codex.to_str().expect("utf-8 path"),
+    ];
+    let first = lionrt_env(&url, &envs, &args);
+    assert!(first.status.success(), "{first:?}");
+    let report = stdout_json(&first);
+    // The same counts as on a SQLite file (the test above).
+    assert_eq!(report["messages_added"], 19);
+    assert_eq!(report["sessions_created"], 3);
+    assert_eq!(report["files_seen"], 3);
+    let again = stdout_json(&lionrt_env(&url, &envs, &args));
+    assert_eq!(again["messages_added"], 0);
+    assert_eq!(again["bytes"], 0);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    let count = |client: &mut postgres::Client, table: &str| -> i64 {
+        client
+            .query_one(&format!("SELECT count(*) FROM {schema}.{table}"), &[])
+            .expect("count")
+            .get(0)
+    };
+    assert_eq!(count(&mut client, "messages"), 19);
+    assert_eq!(count(&mut client, "progression_items"), 19);
+    assert_eq!(count(&mut client, "branches"), 3);
+    let kinds: i64 = client
+        .query_one(
+            &format!("SELECT count(*) FROM {schema}.sessions WHERE kind = 'mirrored'"),
+            &[],
+        )
+        .expect("kinds")
+        .get(0);
+    assert_eq!(kinds, 3);
+    // The mirrored sessions read back through the same --db.
+    let ls = lionrt_env(&url, &envs, &["--json", "sessions", "ls"]);
+    assert!(ls.status.success(), "{ls:?}");
+    assert!(
+        String::from_utf8_lossy(&ls.stdout).contains("3f0c2a8e-6b1d-4c47-9a51-2e7d0b9c1a01"),
+        "{}",
+        String::from_utf8_lossy(&ls.stdout)
+    );
+    client
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .expect("drop schema");
+}
+
+#[test]
+fn mirror_never_prints_a_postgres_password() {
+    // Nothing listens on loopback port 1: the connection is refused.
+    let url = "postgres://lionrt:hunter2secret@127.0.0.1:1/lionrt?connect_timeout=2";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_str().expect("utf-8 path");
+    for json in [false, true] {
+        let mut args = vec!["mirror", "--once", "--root", root, "--codex-root", root];
+        if json {
+            args.insert(0, "--json");
+        }
+        let out = lionrt_env(url, &[], &args);
+        assert!(!out.status.success());
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!all.contains("hunter2secret"), "{all}");
+        assert!(all.contains("lionrt:***@127.0.0.1:1"), "{all}");
+    }
+}
