@@ -1,7 +1,8 @@
 //! `lionrt state import --from-lionagi PATH`: brings sessions, their
 //! messages and their status history over from a state.db written by the
 //! original lionagi (0.36.0 schema), and reports everything it did not
-//! bring.
+//! bring. The target is the SQLite file or the PostgreSQL schema `--db`
+//! names (the same reads, the same rows; only the statements differ).
 //!
 //! The source is never opened in place: its file (and `-wal`, when there is
 //! one) is copied to a temporary directory and read from there, so the
@@ -146,29 +147,51 @@ pub(crate) fn run(db: &Path, json: bool, args: ImportArgs) -> Result<ExitCode> {
             args.from.display()
         );
     }
-    let store = Store::new(Engine::create(db, EngineConfig::default())?);
-    let policy = store.registry().get("session")?;
+    let report = match crate::pg::url(db) {
+        Some(url) => {
+            let store = crate::pg::open(&url)?;
+            let mut conn = store.engine().conn()?;
+            let target = PgTarget {
+                tx: conn.transaction()?,
+            };
+            import_into(target, &src, &tables, args.dry_run)?
+        }
+        None => {
+            let store = Store::new(Engine::create(db, EngineConfig::default())?);
+            let mut conn = store.engine().conn()?;
+            let target = SqliteTarget {
+                tx: conn.transaction()?,
+            };
+            import_into(target, &src, &tables, args.dry_run)?
+        }
+    };
+    print(json, &args.from, &report);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the lionagi source and writes into `target`, in its one
+/// transaction (rolled back on a dry run).
+fn import_into<T: Target>(
+    mut target: T,
+    src: &rusqlite::Connection,
+    tables: &BTreeSet<String>,
+    dry_run: bool,
+) -> Result<Report> {
+    let policy = lifecycle_core::default_registry().get("session")?;
     let known: BTreeSet<String> = policy.statuses().iter().cloned().collect();
-    let mut conn = store.engine().conn()?;
-    let tx = conn.transaction()?;
     let mut report = Report {
-        dry_run: args.dry_run,
+        dry_run,
         ..Report::default()
     };
 
-    let sessions = read_sessions(&src)?;
+    let sessions = read_sessions(src)?;
     let mut reached: BTreeSet<String> = BTreeSet::new();
     for s in &sessions {
         // Counted as reached even when skipped: a skipped session's
         // messages are reported with the session, not again as strays.
-        let ids = progression(&src, &s.progression_id)?;
+        let ids = progression(src, &s.progression_id)?;
         reached.extend(ids.iter().cloned());
-        let present: bool = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
-            [&s.id],
-            |r| r.get(0),
-        )?;
-        if present {
+        if target.has_session(&s.id)? {
             report
                 .sessions_skipped
                 .insert(s.id.clone(), "already in the target".into());
@@ -181,7 +204,7 @@ pub(crate) fn run(db: &Path, json: bool, args: ImportArgs) -> Result<ExitCode> {
             );
             continue;
         };
-        insert_session(&tx, s, status)?;
+        target.insert_session(&new_session(s, status))?;
         report.sessions_imported += 1;
         for id in &ids {
             let row = src.query_row(
@@ -203,14 +226,10 @@ pub(crate) fn run(db: &Path, json: bool, args: ImportArgs) -> Result<ExitCode> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let added = tx.execute(
-                "INSERT OR IGNORE INTO messages (id, session_id, branch_id, role, content, created_at)
-                 VALUES (?1, ?2, NULL, ?3, ?4, ?5)",
-                (id, &s.id, role, content, micros(at)),
-            )?;
-            report.messages_imported += added as u64;
+            let added = target.insert_message(id, &s.id, &role, &content, micros(at))?;
+            report.messages_imported += u64::from(added);
         }
-        report.transitions_imported += copy_history(&src, &tx, &s.id)?;
+        report.transitions_imported += copy_history(src, &mut target, &s.id)?;
     }
 
     let total_messages: i64 = src.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?;
@@ -252,13 +271,8 @@ pub(crate) fn run(db: &Path, json: bool, args: ImportArgs) -> Result<ExitCode> {
                 .insert(table.clone(), u64::try_from(n).unwrap_or(0));
         }
     }
-    if args.dry_run {
-        tx.rollback()?;
-    } else {
-        tx.commit()?;
-    }
-    print(json, &args.from, &report);
-    Ok(ExitCode::SUCCESS)
+    target.finish(!dry_run)?;
+    Ok(report)
 }
 
 /// Copies the database file (and its `-wal`) into `dir`.
@@ -340,7 +354,32 @@ fn progression(src: &rusqlite::Connection, id: &str) -> Result<Vec<String>> {
     Ok(ids)
 }
 
-fn insert_session(tx: &rusqlite::Transaction<'_>, s: &Session, status: &str) -> Result<()> {
+/// A session row to write, as the target's columns.
+struct NewSession {
+    id: String,
+    status: String,
+    reason_code: Option<String>,
+    reason_summary: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+    ended_at: Option<i64>,
+    ended_at_is_approximate: Option<i64>,
+    input_tokens: Option<i64>,
+    output_tokens: Option<i64>,
+    total_cost_usd: Option<f64>,
+    num_turns: Option<i64>,
+    duration_ms: Option<i64>,
+    current_phase: Option<String>,
+    node_metadata: String,
+    kind: Option<String>,
+    project: Option<String>,
+    model: Option<String>,
+    agent_name: Option<String>,
+    provider: Option<String>,
+    last_message_at: Option<i64>,
+}
+
+fn new_session(s: &Session, status: &str) -> NewSession {
     let c = &s.columns;
     let text = |k: &str| c.get(k).and_then(Value::as_str).map(str::to_owned);
     let time = |k: &str| c.get(k).and_then(Value::as_f64).map(micros);
@@ -366,47 +405,259 @@ fn insert_session(tx: &rusqlite::Transaction<'_>, s: &Session, status: &str) -> 
         }
     }
     let created = time("created_at").unwrap_or(0);
-    let updated = time("updated_at").unwrap_or(created);
-    tx.execute(
-        "INSERT INTO sessions (id, status, status_reason_code, status_reason_summary,
-            created_at, updated_at, ended_at, ended_at_is_approximate, input_tokens,
-            output_tokens, total_cost_usd, num_turns, duration_ms, current_phase,
-            node_metadata, kind, project, model, agent_name, provider, last_message_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-            ?17, ?18, ?19, ?20, ?21)",
-        rusqlite::params![
-            &s.id,
-            &status,
-            &text("status_reason_code"),
-            &text("status_reason_summary"),
-            &created,
-            &updated,
-            &time("ended_at"),
-            &int("ended_at_is_approximate"),
-            &int("input_tokens"),
-            &int("output_tokens"),
-            &c.get("total_cost_usd").and_then(Value::as_f64),
-            &int("num_turns"),
-            &int("duration_ms"),
-            &text("current_phase"),
-            &Value::Object(meta).to_string(),
-            &text("invocation_kind"),
-            &text("project"),
-            &text("model"),
-            &text("agent_name"),
-            &text("provider"),
-            &time("last_message_at"),
-        ],
-    )?;
-    Ok(())
+    NewSession {
+        id: s.id.clone(),
+        status: status.to_owned(),
+        reason_code: text("status_reason_code"),
+        reason_summary: text("status_reason_summary"),
+        created_at: created,
+        updated_at: time("updated_at").unwrap_or(created),
+        ended_at: time("ended_at"),
+        ended_at_is_approximate: int("ended_at_is_approximate"),
+        input_tokens: int("input_tokens"),
+        output_tokens: int("output_tokens"),
+        total_cost_usd: c.get("total_cost_usd").and_then(Value::as_f64),
+        num_turns: int("num_turns"),
+        duration_ms: int("duration_ms"),
+        current_phase: text("current_phase"),
+        node_metadata: Value::Object(meta).to_string(),
+        kind: text("invocation_kind"),
+        project: text("project"),
+        model: text("model"),
+        agent_name: text("agent_name"),
+        provider: text("provider"),
+        last_message_at: time("last_message_at"),
+    }
+}
+
+/// A status history row to write.
+struct NewTransition<'a> {
+    entity_id: &'a str,
+    from: Option<String>,
+    to: String,
+    reason_code: String,
+    reason_summary: String,
+    reason_json: String,
+    actor_type: &'a str,
+    actor_id: String,
+    created_at: i64,
+}
+
+/// Where an import writes: one transaction of the SQLite file or of the
+/// PostgreSQL schema `--db` names. The rows go in as they are (an import
+/// copies history, it does not replay it through the transition service).
+trait Target {
+    /// Whether the target already has this session.
+    fn has_session(&mut self, id: &str) -> Result<bool>;
+    /// Inserts a session row.
+    fn insert_session(&mut self, s: &NewSession) -> Result<()>;
+    /// Inserts a message unless its id is taken; whether it was inserted.
+    fn insert_message(
+        &mut self,
+        id: &str,
+        session: &str,
+        role: &str,
+        content: &str,
+        at: i64,
+    ) -> Result<bool>;
+    /// Appends a status history row.
+    fn insert_transition(&mut self, t: &NewTransition<'_>) -> Result<()>;
+    /// Commits, or rolls back (a dry run).
+    fn finish(self, commit: bool) -> Result<()>;
+}
+
+struct SqliteTarget<'c> {
+    tx: rusqlite::Transaction<'c>,
+}
+
+impl Target for SqliteTarget<'_> {
+    fn has_session(&mut self, id: &str) -> Result<bool> {
+        Ok(self.tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
+            [id],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn insert_session(&mut self, s: &NewSession) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO sessions (id, status, status_reason_code, status_reason_summary,
+                created_at, updated_at, ended_at, ended_at_is_approximate, input_tokens,
+                output_tokens, total_cost_usd, num_turns, duration_ms, current_phase,
+                node_metadata, kind, project, model, agent_name, provider, last_message_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                ?17, ?18, ?19, ?20, ?21)",
+            rusqlite::params![
+                s.id,
+                s.status,
+                s.reason_code,
+                s.reason_summary,
+                s.created_at,
+                s.updated_at,
+                s.ended_at,
+                s.ended_at_is_approximate,
+                s.input_tokens,
+                s.output_tokens,
+                s.total_cost_usd,
+                s.num_turns,
+                s.duration_ms,
+                s.current_phase,
+                s.node_metadata,
+                s.kind,
+                s.project,
+                s.model,
+                s.agent_name,
+                s.provider,
+                s.last_message_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn insert_message(
+        &mut self,
+        id: &str,
+        session: &str,
+        role: &str,
+        content: &str,
+        at: i64,
+    ) -> Result<bool> {
+        let added = self.tx.execute(
+            "INSERT OR IGNORE INTO messages (id, session_id, branch_id, role, content, created_at)
+             VALUES (?1, ?2, NULL, ?3, ?4, ?5)",
+            (id, session, role, content, at),
+        )?;
+        Ok(added > 0)
+    }
+
+    fn insert_transition(&mut self, t: &NewTransition<'_>) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status,
+                reason_code, reason_summary, reason_json, actor_type, actor_id, created_at)
+             VALUES ('session', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            (
+                t.entity_id,
+                &t.from,
+                &t.to,
+                &t.reason_code,
+                &t.reason_summary,
+                &t.reason_json,
+                t.actor_type,
+                &t.actor_id,
+                t.created_at,
+            ),
+        )?;
+        Ok(())
+    }
+
+    fn finish(self, commit: bool) -> Result<()> {
+        if commit {
+            self.tx.commit()?;
+        } else {
+            self.tx.rollback()?;
+        }
+        Ok(())
+    }
+}
+
+struct PgTarget<'c> {
+    tx: postgres::Transaction<'c>,
+}
+
+impl Target for PgTarget<'_> {
+    fn has_session(&mut self, id: &str) -> Result<bool> {
+        Ok(self
+            .tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)",
+                &[&id],
+            )?
+            .try_get(0)?)
+    }
+
+    fn insert_session(&mut self, s: &NewSession) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO sessions (id, status, status_reason_code, status_reason_summary,
+                created_at, updated_at, ended_at, ended_at_is_approximate, input_tokens,
+                output_tokens, total_cost_usd, num_turns, duration_ms, current_phase,
+                node_metadata, kind, project, model, agent_name, provider, last_message_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                $17, $18, $19, $20, $21)",
+            &[
+                &s.id,
+                &s.status,
+                &s.reason_code,
+                &s.reason_summary,
+                &s.created_at,
+                &s.updated_at,
+                &s.ended_at,
+                &s.ended_at_is_approximate,
+                &s.input_tokens,
+                &s.output_tokens,
+                &s.total_cost_usd,
+                &s.num_turns,
+                &s.duration_ms,
+                &s.current_phase,
+                &s.node_metadata,
+                &s.kind,
+                &s.project,
+                &s.model,
+                &s.agent_name,
+                &s.provider,
+                &s.last_message_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn insert_message(
+        &mut self,
+        id: &str,
+        session: &str,
+        role: &str,
+        content: &str,
+        at: i64,
+    ) -> Result<bool> {
+        let added = self.tx.execute(
+            "INSERT INTO messages (id, session_id, branch_id, role, content, created_at)
+             VALUES ($1, $2, NULL, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+            &[&id, &session, &role, &content, &at],
+        )?;
+        Ok(added > 0)
+    }
+
+    fn insert_transition(&mut self, t: &NewTransition<'_>) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status,
+                reason_code, reason_summary, reason_json, actor_type, actor_id, created_at)
+             VALUES ('session', $1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            &[
+                &t.entity_id,
+                &t.from,
+                &t.to,
+                &t.reason_code,
+                &t.reason_summary,
+                &t.reason_json,
+                &t.actor_type,
+                &t.actor_id,
+                &t.created_at,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn finish(self, commit: bool) -> Result<()> {
+        if commit {
+            self.tx.commit()?;
+        } else {
+            self.tx.rollback()?;
+        }
+        Ok(())
+    }
 }
 
 /// Copies one session's status history; the number of rows written.
-fn copy_history(
-    src: &rusqlite::Connection,
-    tx: &rusqlite::Transaction<'_>,
-    id: &str,
-) -> Result<u64> {
+fn copy_history<T: Target>(src: &rusqlite::Connection, target: &mut T, id: &str) -> Result<u64> {
     let mut stmt = src.prepare(
         "SELECT previous_status, status, reason_code, reason_summary,
                 CAST(evidence_refs AS TEXT), source, actor, created_at, CAST(metadata AS TEXT)
@@ -447,22 +698,17 @@ fn copy_history(
         let actor_id = actor
             .filter(|a| !a.is_empty())
             .unwrap_or_else(|| "lionagi-import".to_owned());
-        tx.execute(
-            "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status,
-                reason_code, reason_summary, reason_json, actor_type, actor_id, created_at)
-             VALUES ('session', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            (
-                id,
-                from,
-                to,
-                code.unwrap_or_else(|| "legacy.imported".to_owned()),
-                summary.unwrap_or_default(),
-                reason_json.to_string(),
-                actor_type,
-                actor_id,
-                micros(at),
-            ),
-        )?;
+        target.insert_transition(&NewTransition {
+            entity_id: id,
+            from,
+            to,
+            reason_code: code.unwrap_or_else(|| "legacy.imported".to_owned()),
+            reason_summary: summary.unwrap_or_default(),
+            reason_json: reason_json.to_string(),
+            actor_type,
+            actor_id,
+            created_at: micros(at),
+        })?;
         n += 1;
     }
     Ok(n)

@@ -2,10 +2,10 @@
 //! PostgreSQL through `state-postgres` — `run` and `kill` on its session
 //! recorder, `outbox` on its outbox, and `sessions`, `state`, `monitor`
 //! and `lifecycle` on its read seam (read-only engine for the reads) and
-//! lifecycle store. A verb that only means something for a SQLite file
-//! (`state checkpoint`, `state import`) says so; the commands in [`check`]'s
-//! list refuse such a `--db` before touching it. The connection string is
-//! only ever shown redacted ([`DbUrl`]).
+//! lifecycle store, and `state import` writes into it. A verb that only
+//! means something for a SQLite file (`state checkpoint`) says so; the
+//! commands in [`check`]'s list refuse such a `--db` before touching it.
+//! The connection string is only ever shown redacted ([`DbUrl`]).
 
 use std::path::Path;
 
@@ -30,17 +30,11 @@ pub(crate) fn check(cli: &Cli) -> Result<()> {
     let Some(url) = url(&cli.db) else {
         return Ok(());
     };
-    if let Some(name) = refuses_postgres(&cli.command) {
-        bail!("`lionrt {name}` does not take a PostgreSQL --db yet ({url})");
-    }
-    Ok(())
-}
-
-/// The commands that do not take a PostgreSQL `--db` yet: none now (the
-/// last, `mirror`, runs on either store), kept as the one place to list
-/// such a command.
-fn refuses_postgres(_command: &Command) -> Option<&'static str> {
-    None
+    let name = match &cli.command {
+        Command::Mirror(_) => "mirror",
+        _ => return Ok(()),
+    };
+    bail!("`lionrt {name}` does not take a PostgreSQL --db yet ({url})")
 }
 
 /// The schema the tables live in.

@@ -251,7 +251,7 @@ pub(crate) fn print_history(json: bool, history: &[TransitionRecord]) {
 
 pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
     if let Some(url) = crate::pg::url(db) {
-        return run_pg(&url, json, cmd);
+        return run_pg(db, &url, json, cmd);
     }
     let shown = db.display().to_string();
     match cmd {
@@ -294,8 +294,9 @@ pub(crate) fn run(db: &Path, json: bool, cmd: StateCmd) -> Result<ExitCode> {
 }
 
 /// `lionrt state ...` on a PostgreSQL schema: the same verbs through the
-/// same code, except those that only mean something for a SQLite file.
-fn run_pg(url: &state_postgres::DbUrl, json: bool, cmd: StateCmd) -> Result<ExitCode> {
+/// same code, except `checkpoint`, which only means something for a SQLite
+/// file.
+fn run_pg(db: &Path, url: &state_postgres::DbUrl, json: bool, cmd: StateCmd) -> Result<ExitCode> {
     match cmd {
         StateCmd::Init => {
             let store = crate::pg::open(url)?;
@@ -332,9 +333,7 @@ fn run_pg(url: &state_postgres::DbUrl, json: bool, cmd: StateCmd) -> Result<Exit
         StateCmd::Checkpoint => bail!(
             "`state checkpoint` moves a SQLite file's write-ahead log into the file; PostgreSQL checkpoints on its own ({url})"
         ),
-        StateCmd::Import(_) => bail!(
-            "`state import` writes into a SQLite file; give --db a file path, not a PostgreSQL server ({url})"
-        ),
+        StateCmd::Import(a) => crate::import::run(db, json, a),
     }
 }
 

@@ -677,3 +677,60 @@ fn sessions_messages_follow_a_postgres_session_until_it_ends() {
         .collect();
     assert_eq!(ids, ["m1", "m2", "m3"]);
 }
+
+/// `state import --from-lionagi` of the lionagi fixture into `t`: the
+/// report, then what the imported sessions read back as.
+fn imported(t: &Target) -> Vec<serde_json::Value> {
+    let src = t.dir.path().join("lionagi.db");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/lionagi-import/state.db"),
+        &src,
+    )
+    .expect("copy fixture");
+    let src = src.to_str().expect("utf8").to_owned();
+    let dry = t.json(&["state", "import", "--from-lionagi", &src, "--dry-run"]);
+    assert_eq!(dry["sessions_imported"], 4, "{dry}");
+    let report = t.json(&["state", "import", "--from-lionagi", &src]);
+    assert_eq!(
+        (
+            report["sessions_imported"].clone(),
+            report["messages_imported"].clone(),
+            report["transitions_imported"].clone()
+        ),
+        (
+            serde_json::json!(4),
+            serde_json::json!(8),
+            serde_json::json!(7)
+        ),
+        "{report}"
+    );
+    let again = t.json(&["state", "import", "--from-lionagi", &src]);
+    assert_eq!(again["sessions_imported"], 0, "{again}");
+    let mut seen = vec![report, again];
+    let ls = t.json(&["sessions", "ls"]);
+    for id in strs(&ls, "id") {
+        let show = t.json(&["sessions", "show", &id]);
+        let messages = t.json_lines(&["sessions", "messages", &id]);
+        seen.push(serde_json::json!({
+            "session": show["session"],
+            "history": show["history"].as_array().expect("history").iter()
+                .map(|h| serde_json::json!([h["from_status"], h["to_status"], h["reason_code"],
+                    h["actor_type"], h["actor_id"], h["created_at"]]))
+                .collect::<Vec<_>>(),
+            "messages": messages.iter()
+                .map(|m| serde_json::json!([m["id"], m["role"], m["content"], m["created_at"]]))
+                .collect::<Vec<_>>(),
+        }));
+    }
+    seen
+}
+
+#[test]
+fn a_lionagi_import_lands_in_postgres_as_in_sqlite() {
+    let Some(url) = server() else { return };
+    let on_sqlite = imported(&Target::sqlite());
+    let on_postgres = imported(&Target::postgres(&url, "import"));
+    assert_eq!(on_postgres.len(), 6, "two reports and four sessions");
+    assert_eq!(on_postgres, on_sqlite);
+}
