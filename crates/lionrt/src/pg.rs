@@ -30,11 +30,17 @@ pub(crate) fn check(cli: &Cli) -> Result<()> {
     let Some(url) = url(&cli.db) else {
         return Ok(());
     };
-    let name = match &cli.command {
-        Command::Mirror(_) => "mirror",
-        _ => return Ok(()),
-    };
-    bail!("`lionrt {name}` does not take a PostgreSQL --db yet ({url})")
+    if let Some(name) = refuses_postgres(&cli.command) {
+        bail!("`lionrt {name}` does not take a PostgreSQL --db yet ({url})");
+    }
+    Ok(())
+}
+
+/// The commands that do not take a PostgreSQL `--db` yet: none now (the
+/// last, `mirror`, runs on either store), kept as the one place to list
+/// such a command.
+fn refuses_postgres(_command: &Command) -> Option<&'static str> {
+    None
 }
 
 /// The schema the tables live in.
