@@ -41,14 +41,104 @@ pub(crate) struct LegCgroup {
     dir: PathBuf,
 }
 
+/// A leg cgroup whose directory exists and into which `pid` is being
+/// moved. Writing `cgroup.procs` is the slow part of containment (the
+/// kernel waits for an RCU grace period, milliseconds), so it runs on a
+/// thread of its own while the spawn goes on (the orphan guard starts, the
+/// spawn record is stored); [`CgroupMove::wait`] waits for it.
+///
+/// The move names `pid`, so the child must stay unreaped until the move
+/// has settled: dropping a `CgroupMove` joins its thread.
+#[derive(Debug)]
+pub(crate) struct CgroupMove {
+    dir: PathBuf,
+    pid: i32,
+    thread: Option<std::thread::JoinHandle<()>>,
+    outcome: Option<tokio::sync::oneshot::Receiver<bool>>,
+    moved: Option<bool>,
+}
+
+impl CgroupMove {
+    /// The cgroup directory the leg is being moved into.
+    pub(crate) fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Waits for the move; whether the leg is in the cgroup. Cancel-safe:
+    /// a cancelled wait leaves the move to be waited for again.
+    pub(crate) async fn wait(&mut self) -> bool {
+        if let Some(outcome) = self.outcome.as_mut() {
+            let moved = outcome.await.unwrap_or(false);
+            self.outcome = None;
+            self.moved = Some(moved);
+        }
+        self.join();
+        self.moved.unwrap_or(false)
+    }
+
+    /// [`CgroupMove::wait`] for a synchronous caller (the Drop backstop).
+    pub(crate) fn wait_blocking(&mut self) -> bool {
+        self.join();
+        if let Some(mut outcome) = self.outcome.take() {
+            self.moved = Some(outcome.try_recv().unwrap_or(false));
+        }
+        self.moved.unwrap_or(false)
+    }
+
+    fn join(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+
+    /// The leg's cgroup once the move settled with the leg in it, else
+    /// `None` with the directory removed.
+    pub(crate) fn conclude(mut self, moved: bool) -> Option<LegCgroup> {
+        self.join();
+        let dir = std::mem::take(&mut self.dir);
+        if moved {
+            tracing::info!(pid = self.pid, cgroup = %dir.display(), "leg contained in its own cgroup");
+            Some(LegCgroup { dir })
+        } else {
+            tracing::debug!(
+                pid = self.pid,
+                "cannot move the leg into its cgroup; process group only"
+            );
+            let _ = std::fs::remove_dir(&dir);
+            None
+        }
+    }
+}
+
+impl Drop for CgroupMove {
+    fn drop(&mut self) {
+        // Never let the caller release (and so reap) the child while a
+        // write naming its pid may still be under way.
+        self.join();
+        if !self.dir.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir(&self.dir);
+        }
+    }
+}
+
+/// Writes `pid` into the cgroup's `cgroup.procs`; whether it worked.
+fn move_into(dir: &Path, pid: i32) -> bool {
+    dir.join("cgroup.kill").exists()
+        && std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_ok()
+}
+
 impl LegCgroup {
-    /// Creates a cgroup for `pid` and moves it there; `None` (with nothing
-    /// left behind) where cgroup v2 is missing, read-only or lacks `cgroup.kill`.
+    /// Creates a cgroup for the unreaped child `pid` and starts moving it
+    /// there; `None` (with nothing left behind) where cgroup v2 is missing
+    /// or read-only. A cgroup without `cgroup.kill`, or a move the kernel
+    /// refuses, comes out of [`CgroupMove::wait`] as `None`.
     ///
-    /// The move happens right after spawn, so a descendant the child forks
+    /// The move starts right after spawn, so a descendant the child forks
     /// in the first instants of its life stays in the parent cgroup; it is
-    /// still in the leg's process group.
-    pub(crate) fn create(policy: &ContainmentPolicy, pid: i32) -> Option<Self> {
+    /// still in the leg's process group. [`Leg::spawn`](crate::Leg::spawn)
+    /// settles the move before it returns, so every descendant forked
+    /// after that (for example in answer to stdin) is contained.
+    pub(crate) fn start(policy: &ContainmentPolicy, pid: i32) -> Option<CgroupMove> {
         let ContainmentPolicy::CgroupIfAvailable { parent } = policy else {
             return None;
         };
@@ -70,19 +160,29 @@ impl LegCgroup {
             tracing::debug!(parent = %parent.display(), "cgroup not writable; process group only");
             return None;
         }
-        let cgroup = Self { dir };
-        let moved = cgroup.dir.join("cgroup.kill").exists()
-            && std::fs::write(cgroup.dir.join("cgroup.procs"), pid.to_string()).is_ok();
-        if !moved {
-            tracing::debug!(
-                pid,
-                "cannot move the leg into its cgroup; process group only"
-            );
-            let _ = std::fs::remove_dir(&cgroup.dir);
-            return None;
-        }
-        tracing::info!(pid, cgroup = %cgroup.dir.display(), "leg contained in its own cgroup");
-        Some(cgroup)
+        let (tell, outcome) = tokio::sync::oneshot::channel();
+        let target = dir.clone();
+        let spawned = std::thread::Builder::new()
+            .name("cli-supervisor-cgroup-move".to_owned())
+            .spawn(move || {
+                let _ = tell.send(move_into(&target, pid));
+            });
+        let (thread, outcome) = match spawned {
+            Ok(thread) => (Some(thread), outcome),
+            Err(_) => {
+                // No thread: move here, synchronously.
+                let (tell, outcome) = tokio::sync::oneshot::channel();
+                let _ = tell.send(move_into(&dir, pid));
+                (None, outcome)
+            }
+        };
+        Some(CgroupMove {
+            dir,
+            pid,
+            thread,
+            outcome: Some(outcome),
+            moved: None,
+        })
     }
 
     pub(crate) fn path(&self) -> &Path {

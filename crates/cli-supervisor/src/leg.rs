@@ -13,7 +13,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::cgroup::{Containment, LegCgroup};
+use crate::cgroup::{CgroupMove, Containment, LegCgroup};
 use crate::env::EnvPolicy;
 use crate::error::{Error, Result};
 use crate::guard::{ChildState, GroupSignal, OsSignaller, SignalOutcome, signal_group_on_evidence};
@@ -62,6 +62,9 @@ pub struct Leg {
     record: SpawnedProcess,
     pidfd: Option<PidFd>,
     cgroup: Option<LegCgroup>,
+    /// The move into `cgroup`, until it settles (always before `spawn`
+    /// returns).
+    cgroup_move: Option<CgroupMove>,
     sentinel: Option<Sentinel>,
     secret_reason: Option<&'static str>,
     secrets_resolved: Vec<String>,
@@ -167,10 +170,12 @@ impl Leg {
         // Observed first: a quick leg may be gone by the time the cgroup is
         // made, and then nothing could be established about it.
         let record = observe_spawned(&ProcTable, pid);
-        let cgroup = LegCgroup::create(&spec.containment, pid);
-        let sentinel = spec
-            .orphan_guard
-            .and_then(|grace| Sentinel::start(pid, grace, cgroup.as_ref().map(LegCgroup::path)));
+        // The move into a cgroup runs while the orphan guard starts and the
+        // spawn record is stored; it settles before this function returns.
+        let cgroup_move = LegCgroup::start(&spec.containment, pid);
+        let sentinel = spec.orphan_guard.and_then(|grace| {
+            Sentinel::start(pid, grace, cgroup_move.as_ref().map(CgroupMove::path))
+        });
         let watchdogs = spec.effective_watchdogs();
         if let Some(stdout) = &child.stdout {
             widen_pipe(stdout);
@@ -182,7 +187,8 @@ impl Leg {
             child,
             record,
             pidfd,
-            cgroup,
+            cgroup: None,
+            cgroup_move,
             sentinel,
             secret_reason: secrets.reason,
             secrets_resolved: secrets.resolved,
@@ -223,8 +229,20 @@ impl Leg {
                 }
             }
         }
+        leg.settle_cgroup().await;
         leg.start_stderr_reader();
         Ok(leg)
+    }
+
+    /// Waits for the move into the leg's cgroup, if one is under way.
+    /// Cancel-safe: the move stays with the leg until it has settled.
+    async fn settle_cgroup(&mut self) {
+        if let Some(moving) = self.cgroup_move.as_mut() {
+            let moved = moving.wait().await;
+            if let Some(moving) = self.cgroup_move.take() {
+                self.cgroup = moving.conclude(moved);
+            }
+        }
     }
 
     /// The spawn record (the same value `on_spawn` received).
@@ -380,6 +398,8 @@ impl Leg {
         if let Some(done) = &self.teardown {
             return done.clone();
         }
+        // Teardown reads and kills the cgroup: the leg must be in it first.
+        self.settle_cgroup().await;
         // The sentinel stands down first: it is a live member of the group
         // and would otherwise count as one.
         if let Some(sentinel) = self.sentinel.take() {
@@ -563,6 +583,11 @@ impl Drop for Leg {
     fn drop(&mut self) {
         if let Some(task) = &self.stderr_task {
             task.abort();
+        }
+        if let Some(mut moving) = self.cgroup_move.take() {
+            // Joined before the child handle goes: the move names its pid.
+            let moved = moving.wait_blocking();
+            self.cgroup = moving.conclude(moved);
         }
         if self.ended {
             return;
