@@ -47,6 +47,7 @@ use outbox::{
 };
 use runtime_settings::{Settings, SettingsFile};
 use serde_json::Value;
+use state_postgres::PgOutbox;
 use state_sqlite::{Engine, EngineConfig, SqliteOutbox, Store};
 use tokio::runtime::Handle;
 
@@ -81,7 +82,7 @@ pub(crate) struct Prepared {
     project: Option<Value>,
     global: Option<Value>,
     durable: bool,
-    /// The SQLite file holding the outbox (`None` for PostgreSQL).
+    /// The `--db` holding the outbox: a SQLite file or a PostgreSQL URL.
     outbox_db: Option<PathBuf>,
     session: String,
 }
@@ -166,7 +167,7 @@ pub(crate) struct Wiring {
     notifier: TerminalNotifier,
     installed: Option<RunNotify>,
     outcome: Arc<Outcome>,
-    /// Durable delivery: the outbox file and the resolved argv.
+    /// Durable delivery: the outbox's `--db` and the resolved argv.
     durable: Option<(PathBuf, Vec<String>)>,
     enqueued: Mutex<Vec<String>>,
     /// Durable delivery: the outcome to record on the run.
@@ -176,7 +177,10 @@ pub(crate) struct Wiring {
 impl std::fmt::Debug for Wiring {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Wiring")
-            .field("durable", &self.durable.as_ref().map(|(db, _)| db))
+            .field(
+                "durable",
+                &self.durable.as_ref().map(|(db, _)| crate::pg::shown(db)),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -200,9 +204,7 @@ impl Prepared {
             print_warnings(&resolution);
             match (&self.outbox_db, durable_argv(&resolution, &scope)) {
                 (Some(db), Some(argv)) => durable = Some((db.clone(), argv)),
-                (None, Some(_)) => warn(
-                    "durable notify needs the SQLite state file; the outbox is not used for a PostgreSQL --db",
-                ),
+                (None, Some(_)) => warn("durable notify has no outbox to use; delivering directly"),
                 _ => {}
             }
         }
@@ -437,20 +439,44 @@ fn open(db: &Path) -> anyhow::Result<SqliteOutbox> {
     )?)))
 }
 
+/// The outbox of `--db`: the SQLite file's, or the PostgreSQL schema's.
+fn with_outbox<T>(
+    db: &Path,
+    sqlite: impl FnOnce(&SqliteOutbox) -> anyhow::Result<T>,
+    postgres: impl FnOnce(&PgOutbox) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    match crate::pg::url(db) {
+        Some(url) => postgres(&PgOutbox::new(crate::pg::open(&url)?)),
+        None => sqlite(&open(db)?),
+    }
+}
+
 fn enqueue(
     db: &Path,
     argv: &[String],
     envelope: &notify::RunTerminalEnvelope,
     transition: &TransitionRecord,
 ) -> anyhow::Result<String> {
-    let store = open(db)?;
+    with_outbox(
+        db,
+        |s| enqueue_on(s, argv, envelope, transition),
+        |s| enqueue_on(s, argv, envelope, transition),
+    )
+}
+
+fn enqueue_on<S: OutboxStore>(
+    store: &S,
+    argv: &[String],
+    envelope: &notify::RunTerminalEnvelope,
+    transition: &TransitionRecord,
+) -> anyhow::Result<String> {
     let mut new = NewDispatch::new(envelope.to_json()?);
     new.template = Some(Template::new(argv.to_vec())?);
     new.dedup_key = Some(format!(
         "notify.on_terminal:{}:{}:{}",
         transition.entity_type, transition.entity_id, transition.id
     ));
-    let out = enqueue_dispatch(&store, &SystemClock, &new, &actor())?;
+    let out = enqueue_dispatch(store, &SystemClock, &new, &actor())?;
     tracing::info!(id = %out.id, created = out.created, "terminal notify enqueued");
     Ok(out.id)
 }
@@ -458,7 +484,10 @@ fn enqueue(
 /// Delivers the rows `ids` (this run's) and returns the outcome to record:
 /// the first row's delivery state.
 fn scan(db: &Path, ids: &[String]) -> anyhow::Result<Value> {
-    let store = open(db)?;
+    with_outbox(db, |s| scan_on(s, ids), |s| scan_on(s, ids))
+}
+
+fn scan_on<S: OutboxStore>(store: &S, ids: &[String]) -> anyhow::Result<Value> {
     let transport = ExecTransport {
         default_template: None,
         timeout: Some(SEND_TIMEOUT),
@@ -467,7 +496,7 @@ fn scan(db: &Path, ids: &[String]) -> anyhow::Result<Value> {
         actor: Some(actor()),
         ..ScanConfig::default()
     };
-    let report = deliver_ids(&store, &transport, &SystemClock, &config, ids)?;
+    let report = deliver_ids(store, &transport, &SystemClock, &config, ids)?;
     tracing::info!(?report, "end-of-run outbox scan");
     let id = ids.first().map_or("", String::as_str);
     let row = store

@@ -53,3 +53,12 @@ pub(crate) fn open(url: &DbUrl) -> Result<PgStore> {
     let engine = PgEngine::open(&PgConfig::new(url.clone()).with_schema(schema()))?;
     Ok(PgStore::new(engine))
 }
+
+/// Where `--db` is, safe to print: a file's path, or a server URL with
+/// its password masked.
+pub(crate) fn shown(db: &Path) -> String {
+    match url(db) {
+        Some(url) => url.to_string(),
+        None => db.display().to_string(),
+    }
+}

@@ -107,8 +107,9 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         .session
         .clone()
         .unwrap_or_else(|| format!("run-{}", now_micros()));
-    let sqlite = crate::pg::url(db).is_none().then(|| db.to_owned());
-    let notify = crate::notify_wiring::prepare(&args.notify, &workspace, sqlite, &session);
+    // Durable notify uses the outbox of the same store (file or server).
+    let notify =
+        crate::notify_wiring::prepare(&args.notify, &workspace, Some(db.to_owned()), &session);
     let mut config = RunConfig::new(session, provider, &args.prompt, workspace);
     config.model = args.model.clone();
     config.effort = effort;

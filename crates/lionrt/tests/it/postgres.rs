@@ -734,3 +734,40 @@ fn a_lionagi_import_lands_in_postgres_as_in_sqlite() {
     assert_eq!(on_postgres.len(), 6, "two reports and four sessions");
     assert_eq!(on_postgres, on_sqlite);
 }
+
+#[test]
+fn a_durable_terminal_notify_goes_through_the_postgres_outbox() {
+    let Some(url) = server() else { return };
+    let t = Target::postgres(&url, "notify");
+    let sink = t.dir.path().join("envelopes.jsonl");
+    let handler = format!("sh -c 'printf \"%s\\n\" \"$1\" >> {}' sh", sink.display());
+    let out = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args(["--db", &url, "run", "--session", "n1", "--workspace"])
+        .arg(t.dir.path())
+        .args(["--notify-durable", "--notify-on-terminal", &handler])
+        .env_remove("LIONRT_DB")
+        .env("LIONRT_PG_SCHEMA", &t.schema)
+        .env("LIONAGI_SETTINGS_FILE", t.dir.path().join("none.yaml"))
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !text(&out).contains("delivering directly"),
+        "{}",
+        text(&out)
+    );
+    // The envelope went through the schema's outbox: one row, delivered by
+    // the run's own end-of-run scan, and the run's outcome names it.
+    let sent = std::fs::read_to_string(&sink).expect("sink");
+    let envelope: serde_json::Value = serde_json::from_str(sent.trim()).expect("one envelope line");
+    assert_eq!(envelope["entity"]["id"], "n1", "{envelope}");
+    assert_eq!(envelope["terminal_status"], "completed", "{envelope}");
+    let rows = t.json(&["outbox", "ls"]);
+    assert_eq!(strs(&rows, "status"), ["delivered"], "{rows}");
+    let show = t.json(&["sessions", "show", "n1"]);
+    assert_eq!(show["notify_outcome"]["ok"], true, "{show}");
+    assert_eq!(
+        show["notify_outcome"]["dispatch"]["id"], rows[0]["id"],
+        "{show}"
+    );
+}
