@@ -3,7 +3,7 @@
 //! with `setsid()`. Detected at run time, never required.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -151,7 +151,7 @@ impl LegCgroup {
         }
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = parent.join(format!(
-            "cli-supervisor-leg-{}-{}-{}",
+            "{LEG_PREFIX}{}-{}-{}",
             std::process::id(),
             pid,
             NEXT.fetch_add(1, Ordering::Relaxed)
@@ -160,6 +160,7 @@ impl LegCgroup {
             tracing::debug!(parent = %parent.display(), "cgroup not writable; process group only");
             return None;
         }
+        sweep_stale_in_background(parent);
         let (tell, outcome) = tokio::sync::oneshot::channel();
         let target = dir.clone();
         let spawned = std::thread::Builder::new()
@@ -228,6 +229,69 @@ impl LegCgroup {
     }
 }
 
+/// The prefix of every leg cgroup's name: `cli-supervisor-leg-SUPERVISOR-LEG-N`.
+const LEG_PREFIX: &str = "cli-supervisor-leg-";
+
+/// How old a leg cgroup must be before a sweep may remove it.
+const STALE_AFTER: Duration = Duration::from_secs(60);
+
+/// Removes, on a detached thread (one sweep at a time), the leg cgroups a
+/// supervisor that died without tearing down left under `parent` (a SIGKILL
+/// gives it no chance to; its orphan guard ends the processes but cannot
+/// remove the directory). Only a cgroup whose supervisor pid no longer
+/// exists and that is older than [`STALE_AFTER`] is touched, and `rmdir`
+/// itself refuses a cgroup that still has a process in it.
+fn sweep_stale_in_background(parent: PathBuf) {
+    static SWEEPING: AtomicBool = AtomicBool::new(false);
+    if SWEEPING.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("cli-supervisor-cgroup-sweep".to_owned())
+        .spawn(move || {
+            let removed = sweep_stale(&parent, std::process::id());
+            if removed > 0 {
+                tracing::info!(removed, parent = %parent.display(), "stale leg cgroups removed");
+            }
+            SWEEPING.store(false, Ordering::Release);
+        });
+    if spawned.is_err() {
+        SWEEPING.store(false, Ordering::Release);
+    }
+}
+
+/// The sweep itself; returns how many cgroups it removed.
+pub(crate) fn sweep_stale(parent: &Path, own_pid: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(supervisor) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(LEG_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if supervisor == own_pid || Path::new("/proc").join(supervisor.to_string()).exists() {
+            continue;
+        }
+        let old_enough = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        if old_enough && std::fs::remove_dir(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// This process's cgroup v2 directory, from /proc/self/cgroup and mountinfo.
 fn own_cgroup_dir() -> Option<PathBuf> {
     let myself = procfs::process::Process::myself().ok()?;
@@ -244,4 +308,61 @@ fn own_cgroup_dir() -> Option<PathBuf> {
         .strip_prefix(mount.root.as_str())?
         .trim_start_matches('/');
     Some(mount.mount_point.join(relative))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::{LEG_PREFIX, STALE_AFTER, sweep_stale};
+
+    /// A pid above the kernel's largest `pid_max`: never a live process.
+    const DEAD: u32 = 4_194_305;
+
+    fn make(parent: &std::path::Path, name: &str, age: Duration) -> std::path::PathBuf {
+        let dir = parent.join(name);
+        std::fs::create_dir(&dir).expect("mkdir");
+        let when = SystemTime::now() - age;
+        std::fs::File::open(&dir)
+            .expect("open dir")
+            .set_modified(when)
+            .expect("set mtime");
+        dir
+    }
+
+    // Only an old, empty leg cgroup of a supervisor that no longer exists
+    // is removed: never one of this process, of a live pid, a recent one,
+    // one with something in it (rmdir refuses a populated cgroup the same
+    // way it refuses a non-empty directory), or a foreign name.
+    #[test]
+    fn the_sweep_removes_only_old_empty_cgroups_of_dead_supervisors() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let old = STALE_AFTER + Duration::from_secs(5);
+        let own = std::process::id();
+        let stale = make(parent.path(), &format!("{LEG_PREFIX}{DEAD}-1-0"), old);
+        let kept = [
+            make(
+                parent.path(),
+                &format!("{LEG_PREFIX}{DEAD}-2-0"),
+                Duration::ZERO,
+            ),
+            make(parent.path(), &format!("{LEG_PREFIX}1-3-0"), old),
+            make(parent.path(), &format!("{LEG_PREFIX}{own}-4-0"), old),
+            make(parent.path(), "unrelated-5", old),
+            make(parent.path(), &format!("{LEG_PREFIX}x-6-0"), old),
+        ];
+        let busy = parent.path().join(format!("{LEG_PREFIX}{DEAD}-7-0"));
+        std::fs::create_dir(&busy).expect("mkdir");
+        std::fs::write(busy.join("cgroup.procs"), "123").expect("member");
+        std::fs::File::open(&busy)
+            .expect("open")
+            .set_modified(SystemTime::now() - old)
+            .expect("mtime");
+
+        assert_eq!(sweep_stale(parent.path(), own), 1);
+        assert!(!stale.exists());
+        for dir in kept.iter().chain([&busy]) {
+            assert!(dir.exists(), "{} was removed", dir.display());
+        }
+    }
 }
