@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use lifecycle_core::Actor;
 use serde_json::{Value, json};
-use state_postgres::PgOutbox;
+use state_postgres::{DueListener, PgOutbox};
 use state_sqlite::SqliteOutbox;
 
 use crate::out;
@@ -155,7 +155,9 @@ pub(crate) struct DeliverArgs {
     /// its own transactions).
     #[arg(long, default_value_t = std::num::NonZeroUsize::MIN)]
     concurrency: std::num::NonZeroUsize,
-    /// Scan every this many seconds until SIGINT.
+    /// Scan every this many seconds until SIGINT. On PostgreSQL a scan
+    /// also starts as soon as a row becomes due (an enqueue or reschedule
+    /// on any host wakes it through LISTEN/NOTIFY).
     #[arg(long)]
     watch: Option<f64>,
     /// Who the scan's transitions are recorded as (default: scheduler:scheduler-tick).
@@ -228,7 +230,7 @@ pub(crate) fn run(db: &Path, json: bool, cmd: OutboxCmd) -> Result<ExitCode> {
 /// The outbox verbs on any store (a SQLite file or a PostgreSQL schema).
 fn run_on<S>(store: &S, json: bool, cmd: OutboxCmd) -> Result<ExitCode>
 where
-    S: OutboxStore + Clone + Send + Sync + 'static,
+    S: OutboxStore + Wake + Clone + Send + Sync + 'static,
 {
     match cmd {
         OutboxCmd::Ls { status: s, limit } => {
@@ -379,9 +381,35 @@ fn print_report(json: bool, report: &ScanReport) {
     }
 }
 
+/// How a `--watch` loop learns that a row became due between its scans.
+trait Wake {
+    /// A listener woken by the store, or `None` when the store cannot
+    /// signal (the loop then scans every interval only).
+    fn due_listener(&self) -> Result<Option<DueListener>>;
+}
+
+impl Wake for SqliteOutbox {
+    fn due_listener(&self) -> Result<Option<DueListener>> {
+        Ok(None)
+    }
+}
+
+impl Wake for PgOutbox {
+    fn due_listener(&self) -> Result<Option<DueListener>> {
+        Ok(Some(self.listener()?))
+    }
+}
+
+/// The shortest pause between two scans of a watch, so a due row another
+/// host holds (each scan skips it) is not rescanned in a tight loop.
+const WATCH_FLOOR: Duration = Duration::from_millis(200);
+
+/// The longest single wait on the listener, so SIGINT is seen promptly.
+const WATCH_SLICE: Duration = Duration::from_secs(1);
+
 fn deliver<S>(store: &S, json: bool, args: DeliverArgs) -> Result<()>
 where
-    S: OutboxStore + Clone + Send + Sync + 'static,
+    S: OutboxStore + Wake + Clone + Send + Sync + 'static,
 {
     if args.timeout_secs >= args.lease_secs {
         bail!(
@@ -414,6 +442,7 @@ where
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let mut listener = store.due_listener()?;
     runtime.block_on(async {
         let mut sigint = std::pin::pin!(tokio::signal::ctrl_c());
         loop {
@@ -429,9 +458,46 @@ where
                 Ok(report) => print_report(json, &report),
                 Err(e) => out::error(&anyhow::Error::from(e).context("scan failed")),
             }
+            let until = tokio::time::Instant::now() + interval;
+            let floor = tokio::time::Instant::now() + WATCH_FLOOR.min(interval);
             tokio::select! {
                 _ = &mut sigint => return Ok::<(), anyhow::Error>(()),
-                () = tokio::time::sleep(interval) => {}
+                () = tokio::time::sleep_until(floor) => {}
+            }
+            // Until the interval ends, or (PostgreSQL) a row becomes due.
+            loop {
+                let left = until.saturating_duration_since(tokio::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let Some(mut l) = listener.take() else {
+                    tokio::select! {
+                        _ = &mut sigint => return Ok(()),
+                        () = tokio::time::sleep(left) => {}
+                    }
+                    break;
+                };
+                let slice = left.min(WATCH_SLICE);
+                let wait = tokio::task::spawn_blocking(move || {
+                    let due = l.wait_for_due(slice);
+                    (l, due)
+                });
+                let (l, due) = tokio::select! {
+                    _ = &mut sigint => return Ok(()),
+                    r = wait => r?,
+                };
+                match due {
+                    Ok(true) => {
+                        listener = Some(l);
+                        break;
+                    }
+                    Ok(false) => listener = Some(l),
+                    // The listening connection failed: the watch goes on,
+                    // scanning every interval.
+                    Err(e) => out::error(
+                        &anyhow::Error::from(e).context("due listener failed; polling instead"),
+                    ),
+                }
             }
         }
     })

@@ -771,3 +771,60 @@ fn a_durable_terminal_notify_goes_through_the_postgres_outbox() {
         "{show}"
     );
 }
+
+#[test]
+fn a_postgres_watch_scans_as_soon_as_a_row_is_enqueued() {
+    use std::io::BufRead;
+    let Some(url) = server() else { return };
+    let t = Target::postgres(&url, "watch");
+    t.json(&["state", "init"]);
+    // An hour between scans: only the NOTIFY of the enqueue can bring the
+    // second scan within the test's deadline.
+    let mut child = t.spawn(&["--json", "outbox", "deliver", "--watch", "3600"]);
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the first scan's report");
+    let first: serde_json::Value = serde_json::from_str(&first).expect("json");
+    assert_eq!(first["examined"], 0, "{first}");
+    let sink = t.dir.path().join("sink.txt");
+    let append = format!("printf '%s\\n' \"$1\" >> {}", sink.display());
+    t.json(&[
+        "outbox",
+        "enqueue",
+        "woken",
+        "--",
+        "sh",
+        "-c",
+        &append,
+        "sh",
+        "{payload}",
+    ]);
+    let second = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("a scan woken by the enqueue, long before the hour");
+    let second: serde_json::Value = serde_json::from_str(&second).expect("json");
+    assert_eq!(second["delivered"], 1, "{second}");
+    assert_eq!(std::fs::read_to_string(&sink).expect("sink"), "woken\n");
+    let pid = child.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let status = child.wait().expect("wait");
+    assert!(
+        status.success(),
+        "SIGINT ends the watch cleanly: {status:?}"
+    );
+    reader.join().expect("reader");
+}
