@@ -392,15 +392,29 @@ impl MirrorStore for Store {
     }
 }
 
+/// Where the appends of one batch stand.
+struct Appends<'a> {
+    next: i64,
+    newest: Option<i64>,
+    first: Option<&'a str>,
+    last: Option<&'a str>,
+}
+
 /// Upserts the messages, appends them to the progression (deduplicated),
-/// moves the branch's first/last pointers and the liveness clock. One
-/// statement per row: multi-row `INSERT … RETURNING` (to learn which rows
-/// were new) measured slower than these cached single-row statements.
+/// moves the branch's first/last pointers and the liveness clock.
+///
+/// Rows go 64 (16, 4) at a time in multi-row `INSERT OR IGNORE`s inside a
+/// savepoint: when every row of a chunk was new (the mirror's usual case)
+/// the chunk is done in two statements; otherwise it is rolled back to the
+/// savepoint and written one row at a time, which tells new rows from
+/// existing ones (updated in place) and keeps positions dense.
 fn write_messages(
     tx: &Transaction<'_>,
     batch: &MirrorBatch<'_>,
     w: &mut MirrorWrite,
 ) -> Result<(), StoreError> {
+    static MESSAGES: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
+    static ITEMS: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
     if batch.messages.is_empty() {
         return Ok(());
     }
@@ -408,21 +422,104 @@ fn write_messages(
     let first_position: i64 = tx
         .prepare_cached("SELECT next_position FROM progressions WHERE id = ?1")?
         .query_row([&s.progression_id], |r| r.get(0))?;
-    let mut next = first_position;
+    let mut at = Appends {
+        next: first_position,
+        newest: None,
+        first: None,
+        last: None,
+    };
+    for (start, len) in chunks(batch.messages.len()) {
+        let rows = &batch.messages[start..start + len];
+        if len > 1 {
+            tx.prepare_cached("SAVEPOINT mirror_chunk")?.execute([])?;
+            let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(6 * len);
+            for m in rows {
+                params.extend_from_slice(&[
+                    &m.id as &dyn rusqlite::ToSql,
+                    &s.session_id,
+                    &s.branch_id,
+                    &m.role,
+                    &m.content,
+                    &m.created_at,
+                ]);
+            }
+            let sql = multi_row(
+                &MESSAGES,
+                "INSERT OR IGNORE INTO messages (id, session_id, branch_id, role, content, created_at) VALUES",
+                6,
+                "",
+                len,
+            );
+            let inserted = tx
+                .prepare_cached(sql)?
+                .execute(rusqlite::params_from_iter(params.iter()))?;
+            let positions: Vec<i64> = (0..len as i64).map(|i| at.next + i).collect();
+            let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(3 * len);
+            for (m, p) in rows.iter().zip(&positions) {
+                params.extend_from_slice(&[&s.progression_id as &dyn rusqlite::ToSql, &m.id, p]);
+            }
+            let sql = multi_row(
+                &ITEMS,
+                "INSERT OR IGNORE INTO progression_items (progression_id, message_id, position) VALUES",
+                3,
+                "",
+                len,
+            );
+            let appended = tx
+                .prepare_cached(sql)?
+                .execute(rusqlite::params_from_iter(params.iter()))?;
+            if inserted == len && appended == len {
+                tx.prepare_cached("RELEASE mirror_chunk")?.execute([])?;
+                w.messages_added += len;
+                for m in rows {
+                    at.newest = Some(at.newest.map_or(m.created_at, |n| n.max(m.created_at)));
+                }
+                at.next += len as i64;
+                at.first.get_or_insert(rows[0].id.as_str());
+                at.last = Some(rows[len - 1].id.as_str());
+                continue;
+            }
+            tx.prepare_cached("ROLLBACK TO mirror_chunk")?.execute([])?;
+            tx.prepare_cached("RELEASE mirror_chunk")?.execute([])?;
+        }
+        rows_one_by_one(tx, s, rows, w, &mut at)?;
+    }
+    if at.next != first_position {
+        tx.prepare_cached("UPDATE progressions SET next_position = ?2 WHERE id = ?1")?
+            .execute(params![s.progression_id, at.next])?;
+    }
+    if let Some(t) = at.newest {
+        tx.prepare_cached(
+            "UPDATE sessions SET last_message_at = MAX(COALESCE(last_message_at, 0), ?2) WHERE id = ?1",
+        )?
+        .execute(params![s.session_id, t])?;
+    }
+    if let (Some(first), Some(last)) = (at.first, at.last) {
+        tx.prepare_cached(
+            "UPDATE branches SET first_msg_id = COALESCE(first_msg_id, ?2), last_msg_id = ?3 WHERE id = ?1",
+        )?
+        .execute(params![s.branch_id, first, last])?;
+    }
+    Ok(())
+}
+
+/// The row-by-row path: insert or update each message, append each id not
+/// yet in the progression at the next position.
+fn rows_one_by_one<'a>(
+    tx: &Transaction<'_>,
+    s: &MirrorSession,
+    rows: &'a [MirrorMessage],
+    w: &mut MirrorWrite,
+    at: &mut Appends<'a>,
+) -> Result<(), StoreError> {
     let mut insert = tx.prepare_cached(
         "INSERT OR IGNORE INTO messages (id, session_id, branch_id, role, content, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    let mut update = tx.prepare_cached(
-        "UPDATE messages SET role = ?2, content = ?3 WHERE id = ?1 AND (role IS NOT ?2 OR content IS NOT ?3)",
-    )?;
     let mut append = tx.prepare_cached(
         "INSERT OR IGNORE INTO progression_items (progression_id, message_id, position) VALUES (?1, ?2, ?3)",
     )?;
-    let mut newest: Option<i64> = None;
-    let mut first_appended: Option<&str> = None;
-    let mut last_appended: Option<&str> = None;
-    for m in batch.messages {
+    for m in rows {
         let added = insert.execute(params![
             m.id,
             s.session_id,
@@ -433,31 +530,20 @@ fn write_messages(
         ])? > 0;
         if added {
             w.messages_added += 1;
-            newest = Some(newest.map_or(m.created_at, |n| n.max(m.created_at)));
+            at.newest = Some(at.newest.map_or(m.created_at, |n| n.max(m.created_at)));
         } else {
-            w.messages_updated += update.execute(params![m.id, m.role, m.content])?;
+            w.messages_updated += tx
+                .prepare_cached(
+                    "UPDATE messages SET role = ?2, content = ?3
+                     WHERE id = ?1 AND (role IS NOT ?2 OR content IS NOT ?3)",
+                )?
+                .execute(params![m.id, m.role, m.content])?;
         }
-        if append.execute(params![s.progression_id, m.id, next])? > 0 {
-            next += 1;
-            first_appended.get_or_insert(m.id.as_str());
-            last_appended = Some(m.id.as_str());
+        if append.execute(params![s.progression_id, m.id, at.next])? > 0 {
+            at.next += 1;
+            at.first.get_or_insert(m.id.as_str());
+            at.last = Some(m.id.as_str());
         }
-    }
-    if next != first_position {
-        tx.prepare_cached("UPDATE progressions SET next_position = ?2 WHERE id = ?1")?
-            .execute(params![s.progression_id, next])?;
-    }
-    if let Some(at) = newest {
-        tx.prepare_cached(
-            "UPDATE sessions SET last_message_at = MAX(COALESCE(last_message_at, 0), ?2) WHERE id = ?1",
-        )?
-        .execute(params![s.session_id, at])?;
-    }
-    if let (Some(first), Some(last)) = (first_appended, last_appended) {
-        tx.prepare_cached(
-            "UPDATE branches SET first_msg_id = COALESCE(first_msg_id, ?2), last_msg_id = ?3 WHERE id = ?1",
-        )?
-        .execute(params![s.branch_id, first, last])?;
     }
     Ok(())
 }

@@ -264,3 +264,67 @@ fn a_transcript_that_names_its_cwd_later_backfills_the_project() {
         clock
     );
 }
+
+// contract: SQL-053
+#[test]
+fn a_large_batch_mixing_new_existing_and_repeated_ids_keeps_each_id_once_in_order() {
+    let env = Env::new();
+    let s = scaffold("s-mixed", Some("acme"));
+    // 40 rows first; then 70 rows in which every third id already exists,
+    // one id appears twice and one existing row changes: the multi-row
+    // chunks fall back to row-by-row writes where they meet them.
+    let first: Vec<MirrorMessage> = (0..40).map(|i| message(&format!("x{i:03}"), i)).collect();
+    assert_eq!(write(&env.store, &s, &first).messages_added, 40);
+    let mut second: Vec<MirrorMessage> = (0..70)
+        .map(|i| {
+            if i % 3 == 0 && i < 60 {
+                message(&format!("x{:03}", i / 3), i)
+            } else {
+                message(&format!("y{i:03}"), 100 + i)
+            }
+        })
+        .collect();
+    second.insert(10, message("y001", 101));
+    second[0].content = "{\"instruction\":\"changed\"}".into();
+    let w = write(&env.store, &s, &second);
+    let new_ids = 70 - 20;
+    assert_eq!((w.messages_added, w.messages_updated), (new_ids, 1));
+    assert_eq!(
+        env.count("SELECT count(*) FROM messages"),
+        (40 + new_ids) as i64
+    );
+    let order: Vec<(String, i64)> = {
+        let conn = env.store.engine().conn().expect("conn");
+        let mut stmt = conn
+            .prepare("SELECT message_id, position FROM progression_items ORDER BY position")
+            .expect("prepare");
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    };
+    let mut expected: Vec<String> = first.iter().map(|m| m.id.clone()).collect();
+    for m in &second {
+        if !expected.contains(&m.id) {
+            expected.push(m.id.clone());
+        }
+    }
+    assert_eq!(order.len(), expected.len());
+    for (i, (id, position)) in order.iter().enumerate() {
+        assert_eq!((id, *position), (&expected[i], i as i64));
+    }
+    assert_eq!(
+        env.int(
+            "SELECT next_position FROM progressions WHERE id = ?1",
+            &s.progression_id
+        ),
+        Some(expected.len() as i64)
+    );
+    assert_eq!(
+        env.text(
+            "SELECT last_msg_id FROM branches WHERE id = ?1",
+            &s.branch_id
+        ),
+        expected.last().cloned()
+    );
+}
