@@ -592,6 +592,19 @@ fn doctor_probes_a_postgres_database() {
             .is_some_and(|d| d.contains("lionrt state init")),
         "{fresh}"
     );
+    // Neither doctor nor a read verb creates (or migrates) a schema: they
+    // open read-only.
+    let out = t.run(&["sessions", "ls"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    let schemas: i64 = c
+        .query_one(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = $1",
+            &[&t.schema],
+        )
+        .expect("pg_namespace")
+        .get(0);
+    assert_eq!(schemas, 0, "a read created the schema");
     t.json(&["state", "init"]);
     let ready = doctor(&url, &t.schema);
     assert_eq!(ready["level"], "ok", "{ready}");
@@ -827,4 +840,49 @@ fn a_postgres_watch_scans_as_soon_as_a_row_is_enqueued() {
         "SIGINT ends the watch cleanly: {status:?}"
     );
     reader.join().expect("reader");
+}
+
+#[test]
+fn a_password_never_reaches_output_or_trace_logs_of_a_working_server() {
+    let Some(url) = server() else { return };
+    // The test server trusts its unix socket, so it ignores the password;
+    // lionrt still holds it in its connection string, and must not show it.
+    let secret = "hunter2secret";
+    let with_password = if url.contains("://") {
+        url.replacen("://", &format!("://:{secret}@"), 1).replacen(
+            &format!(":{secret}@"),
+            &format!("postgres:{secret}@"),
+            1,
+        )
+    } else {
+        format!("{url} password={secret}")
+    };
+    let t = Target::postgres(&url, "trace");
+    for args in [
+        &["state", "init"][..],
+        &["run", "--session", "traced"][..],
+        &["sessions", "ls"][..],
+        &["sessions", "show", "traced"][..],
+        &["state", "health"][..],
+        &["state", "stats"][..],
+        &["outbox", "ls"][..],
+        &["monitor"][..],
+        &["lifecycle", "traced"][..],
+        &["doctor", "--version-timeout", "1"][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+            .args(["--db", &with_password])
+            .args(args)
+            .env_remove("LIONRT_DB")
+            .env("LIONRT_PG_SCHEMA", &t.schema)
+            .env("RUST_LOG", "trace")
+            .env("HOME", t.dir.path())
+            .output()
+            .expect("lionrt");
+        let all = text(&out);
+        assert!(!all.contains(secret), "{args:?}: {all}");
+        if args[0] != "doctor" {
+            assert!(out.status.success(), "{args:?}: {all}");
+        }
+    }
 }
