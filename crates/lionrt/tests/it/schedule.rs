@@ -618,3 +618,77 @@ fn schedule_and_daemon_never_print_a_postgres_password() {
         assert!(all.contains("lionrt:***@127.0.0.1:1"), "{args:?}: {all}");
     }
 }
+
+#[test]
+fn a_sigkilled_daemon_on_postgres_restarts_with_no_orphan_and_no_running_session() {
+    let Some(pg) = PgSchema::new("sigkill") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("slow.json");
+    std::fs::write(&script, SLOW).expect("script");
+    let out = pg.run(&[
+        "schedule",
+        "create",
+        "slow",
+        "--every",
+        "1",
+        "--prompt",
+        "slow",
+        "--workspace",
+        dir.path().to_str().expect("utf-8"),
+        "--script",
+        script.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let leg = || -> Option<i64> {
+        pg.client()
+            .query_opt(
+                &format!(
+                    "SELECT leg_pgid FROM {}.sessions WHERE status = 'running' AND leg_pid IS NOT NULL LIMIT 1",
+                    pg.name
+                ),
+                &[],
+            )
+            .ok()
+            .flatten()
+            .and_then(|r| r.get(0))
+    };
+    let mut d = pg_daemon(&pg.url, &pg.name, Stdio::null());
+    assert!(
+        wait_until(Duration::from_secs(60), || leg().is_some()),
+        "the daemon fired the schedule"
+    );
+    let pgid = leg().expect("leg");
+    d.kill().expect("SIGKILL the daemon");
+    let _ = d.wait();
+    assert!(
+        wait_until(Duration::from_secs(30), || !group_alive(pgid)),
+        "no orphaned leg"
+    );
+    let running = "SELECT count(*) FROM {s}.sessions WHERE status = 'running'";
+    assert!(pg.count(running) >= 1);
+
+    // The server released the dead daemon's advisory lock with its
+    // connection: the restart takes it, sweeps the session and ends the run.
+    assert!(pg.run(&["schedule", "disable", "slow"]).status.success());
+    let restart = pg.run(&["--json", "daemon", "--ticks", "1"]);
+    assert!(restart.status.success(), "{restart:?}");
+    let started: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&restart.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default(),
+    )
+    .expect("json");
+    assert!(
+        started["started"]["orphans_swept"].as_u64() >= Some(1),
+        "{started}"
+    );
+    assert_eq!(pg.count(running), 0);
+    assert_eq!(
+        pg.count("SELECT count(*) FROM {s}.schedule_runs WHERE status = 'running'"),
+        0
+    );
+    assert!(pg.count("SELECT count(*) FROM {s}.schedule_runs WHERE status = 'failed'") >= 1);
+}
