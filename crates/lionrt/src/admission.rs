@@ -1,13 +1,15 @@
 //! `lionrt admission check`: audit an MCP server's tools before registering them.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
+use std::sync::{Mutex, mpsc};
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use mcp_admission::batch::{Checker, OutputFormat};
+use mcp_admission::batch::{self, Checker, OutputFormat, RawRecord, Tally, ToolResult};
 
 use crate::out;
 
@@ -31,6 +33,10 @@ pub(crate) struct CheckArgs {
     /// Output format (with --json, table becomes jsonl).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// Threads judging records (0: one per core, at most 8; at most 64).
+    /// The output is in input order whatever the number.
+    #[arg(long, default_value_t = 0)]
+    jobs: usize,
 }
 
 /// The output formats of `admission check`.
@@ -52,6 +58,12 @@ fn unreadable(message: String) -> ExitCode {
 /// Read and write in pieces this large.
 const CHUNK: usize = 1 << 20;
 
+/// Records handed to a worker at once (or fewer, when they are large).
+const BATCH_RECORDS: usize = 256;
+/// Record bytes handed to a worker at once, at most (a single larger
+/// record travels alone).
+const BATCH_BYTES: usize = 1 << 20;
+
 pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
     let AdmissionCmd::Check(args) = cmd;
     let format_name = match (json, args.format) {
@@ -63,7 +75,7 @@ pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
         Ok(f) => f,
         Err(e) => return Ok(unreadable(format!("{e}"))),
     };
-    let (mut input, label): (Box<dyn Read>, String) = if args.input.as_os_str() == "-" {
+    let (input, label): (Box<dyn Read>, String) = if args.input.as_os_str() == "-" {
         (Box::new(std::io::stdin().lock()), "stdin".to_owned())
     } else {
         match std::fs::File::open(&args.input) {
@@ -71,19 +83,52 @@ pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
             Err(e) => return Ok(unreadable(format!("reading {}: {e}", args.input.display()))),
         }
     };
-    let mut checker = Checker::new(format, Some(&label));
-    let mut stdout = std::io::stdout().lock();
+    let checker = Checker::new(format, Some(&label));
+    let stdout = std::io::stdout().lock();
+    // Parsing and judging run on every core; reading, splitting and
+    // writing (in input order) stay on this thread.
+    let workers = match args.jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+        n => n.min(64),
+    };
+    let (tally, read_error) = if workers > 1 {
+        check_parallel(input, stdout, checker, format, workers)?
+    } else {
+        check_serial(input, stdout, checker)?
+    };
+    if let Some(e) = read_error {
+        // What was judged so far is printed; the batch is unreadable.
+        return Ok(unreadable(format!("reading {label}: {e}")));
+    }
+    Ok(ExitCode::from(u8::try_from(tally.exit_code()).unwrap_or(2)))
+}
+
+/// Reads the next piece of input; `Ok(0)` at its end.
+fn read_some(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match input.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            other => return other,
+        }
+    }
+}
+
+/// Judges on this thread alone.
+fn check_serial(
+    mut input: Box<dyn Read>,
+    mut stdout: impl Write,
+    mut checker: Checker,
+) -> Result<(Tally, Option<std::io::Error>)> {
     let mut buf = vec![0u8; CHUNK];
     let mut rendered = String::with_capacity(CHUNK);
     loop {
-        let n = match input.read(&mut buf) {
+        let n = match read_some(&mut input, &mut buf) {
             Ok(0) => break,
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                // What was judged so far is printed; the batch is unreadable.
-                let _ = stdout.write_all(rendered.as_bytes());
-                return Ok(unreadable(format!("reading {label}: {e}")));
+                stdout.write_all(rendered.as_bytes())?;
+                stdout.flush()?;
+                return Ok((checker.finish_rendered(&mut String::new()), Some(e)));
             }
         };
         checker.feed(&buf[..n], &mut rendered);
@@ -95,5 +140,163 @@ pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
     let tally = checker.finish(&mut rendered);
     stdout.write_all(rendered.as_bytes())?;
     stdout.flush()?;
-    Ok(ExitCode::from(u8::try_from(tally.exit_code()).unwrap_or(2)))
+    Ok((tally, None))
+}
+
+/// A batch of records for a worker, numbered in input order.
+type Job = (u64, Vec<RawRecord>);
+/// A worker's results for a batch.
+type Done = (u64, Vec<ToolResult>);
+
+/// Splits here, judges on `workers` threads, renders and writes here in
+/// input order. Memory stays flat: at most `2 * workers` batches wait for a
+/// worker, and results are written as soon as their turn comes.
+fn check_parallel(
+    mut input: Box<dyn Read>,
+    mut stdout: impl Write,
+    mut checker: Checker,
+    format: OutputFormat,
+    workers: usize,
+) -> Result<(Tally, Option<std::io::Error>)> {
+    let (job_tx, job_rx) = mpsc::sync_channel::<Job>(2 * workers);
+    let job_rx = Mutex::new(job_rx);
+    let (done_tx, done_rx) = mpsc::channel::<Done>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let job_rx = &job_rx;
+            let done_tx = done_tx.clone();
+            scope.spawn(move || {
+                loop {
+                    // The lock is held only to take the next batch.
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((seq, records)) = job else { return };
+                    let results = records
+                        .iter()
+                        .map(|r| batch::judge_record_as(r, format))
+                        .collect();
+                    if done_tx.send((seq, results)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        let mut order = InOrder::default();
+        let mut rendered = String::with_capacity(CHUNK);
+        let mut buf = vec![0u8; CHUNK];
+        let mut records = Vec::new();
+        let mut read_error = None;
+        let outcome = (|| -> Result<()> {
+            loop {
+                let n = match read_some(&mut input, &mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) => {
+                        read_error = Some(e);
+                        break;
+                    }
+                };
+                checker.split(&buf[..n], &mut records);
+                order.send(&job_tx, &mut records, false)?;
+                order.drain(&done_rx, &mut checker, &mut rendered, false);
+                if rendered.len() >= CHUNK / 2 {
+                    stdout.write_all(rendered.as_bytes())?;
+                    rendered.clear();
+                }
+            }
+            if read_error.is_none() {
+                checker.split_finish(&mut records);
+            }
+            order.send(&job_tx, &mut records, true)?;
+            Ok(())
+        })();
+        // No more work: the workers end once the queue is empty.
+        drop(job_tx);
+        order.drain(&done_rx, &mut checker, &mut rendered, true);
+        outcome?;
+        let tally = if read_error.is_some() {
+            checker.finish_rendered(&mut String::new())
+        } else {
+            checker.finish_rendered(&mut rendered)
+        };
+        stdout.write_all(rendered.as_bytes())?;
+        stdout.flush()?;
+        Ok((tally, read_error))
+    })
+}
+
+/// Batches records for the workers and puts their results back in order.
+#[derive(Default)]
+struct InOrder {
+    /// The next batch number to hand out.
+    sent: u64,
+    /// The next batch number to render.
+    next: u64,
+    /// Results that came back before their turn.
+    early: BTreeMap<u64, Vec<ToolResult>>,
+}
+
+impl InOrder {
+    /// Hands out full batches from `records` (all of them when `last`).
+    fn send(
+        &mut self,
+        jobs: &mpsc::SyncSender<Job>,
+        records: &mut Vec<RawRecord>,
+        last: bool,
+    ) -> Result<()> {
+        while !records.is_empty() {
+            let mut bytes = 0;
+            let mut take = 0;
+            for r in records.iter().take(BATCH_RECORDS) {
+                if take > 0 && bytes + r.bytes.len() > BATCH_BYTES {
+                    break;
+                }
+                bytes += r.bytes.len();
+                take += 1;
+            }
+            if take == records.len() && take < BATCH_RECORDS && bytes < BATCH_BYTES && !last {
+                // Wait for more records to fill the batch.
+                return Ok(());
+            }
+            let batch: Vec<RawRecord> = records.drain(..take).collect();
+            jobs.send((self.sent, batch))
+                .map_err(|_| anyhow::anyhow!("admission workers stopped"))?;
+            self.sent += 1;
+        }
+        Ok(())
+    }
+
+    /// Renders every result whose turn has come; with `all`, waits until
+    /// every batch handed out is back.
+    fn drain(
+        &mut self,
+        done: &mpsc::Receiver<Done>,
+        checker: &mut Checker,
+        out: &mut String,
+        all: bool,
+    ) {
+        loop {
+            while let Some(results) = self.early.remove(&self.next) {
+                for r in &results {
+                    checker.render(r, out);
+                }
+                self.next += 1;
+            }
+            if self.next == self.sent {
+                return;
+            }
+            let received = if all {
+                done.recv().ok()
+            } else {
+                done.try_recv().ok()
+            };
+            let Some((seq, results)) = received else {
+                return;
+            };
+            self.early.insert(seq, results);
+        }
+    }
 }

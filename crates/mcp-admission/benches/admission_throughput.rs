@@ -9,8 +9,28 @@
 //! comparison with `batch/in_process` (the same verdicts on parsed
 //! values). The worst cases are timed after parsing: a 50,000-branch anyOf,
 //! nesting 5,000 deep (built programmatically) and a 1 MB enum.
+//!
+//! `cli/*` spawns the release `lionrt` binary (build it first with
+//! `cargo build --release -p lionrt`; `LIONRT_BIN` names another one) on a
+//! JSON Lines file of the public cases, 1,000 copies (62,000 records):
+//! `cli/lionrt_jsonl` runs `lionrt admission check --format jsonl FILE`
+//! (one judging thread per core), `cli/lionrt_jsonl_jobs1` the same with
+//! `--jobs 1`, and `cli/in_process_verdicts` judges the same records in
+//! this process on parsed values. The figure is records/s of the binary
+//! over verdicts/s in process. Without the binary the group is skipped, and
+//! says so.
+//!
+//! Both figures are also printed as ratios measured interleaved (one run of
+//! each side per iteration, so both see the same machine load):
+//! `public_cases/interleaved` (verdicts ÷ parse, time) and
+//! `cli/interleaved` (binary records/s ÷ in-process verdicts/s).
+
+#![allow(clippy::print_stderr, reason = "the bench prints its ratios")]
 
 use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mcp_admission::batch::{Checker, OutputFormat};
@@ -109,7 +129,74 @@ fn public_cases(c: &mut Criterion) {
             }
         });
     });
+    let totals = Totals::default();
+    group.bench_function("interleaved", |b| {
+        b.iter_custom(|iters| {
+            let (verdicts, parse) = interleaved(
+                iters,
+                || {
+                    for case in &cases {
+                        let _ = black_box(validate_tool_admission(
+                            black_box(&case.name),
+                            Some(black_box(&case.schema)),
+                            case.description.as_deref(),
+                        ));
+                    }
+                },
+                || {
+                    for case in &cases {
+                        let v: Result<Value, _> =
+                            serde_json::from_str(black_box(&case.schema_text));
+                        let _ = black_box(v);
+                    }
+                },
+            );
+            totals.add(iters, verdicts, parse);
+            verdicts + parse
+        });
+    });
     group.finish();
+    totals.report("public_cases verdicts/parse (time)");
+}
+
+/// Runs `a` and `b` alternately `iters` times; their total times.
+fn interleaved(iters: u64, mut a: impl FnMut(), mut b: impl FnMut()) -> (Duration, Duration) {
+    let (mut ta, mut tb) = (Duration::ZERO, Duration::ZERO);
+    for _ in 0..iters {
+        let start = Instant::now();
+        a();
+        ta += start.elapsed();
+        let start = Instant::now();
+        b();
+        tb += start.elapsed();
+    }
+    (ta, tb)
+}
+
+/// Interleaved totals over every sample of a bench (warm-up included).
+#[derive(Default)]
+struct Totals(std::cell::Cell<(Duration, Duration, u64)>);
+
+impl Totals {
+    fn add(&self, iters: u64, a: Duration, b: Duration) {
+        let (ta, tb, n) = self.0.get();
+        self.0.set((ta + a, tb + b, n + iters));
+    }
+
+    /// Prints `a / b` over all samples.
+    fn report(&self, what: &str) {
+        let (a, b, n) = self.0.get();
+        if n == 0 {
+            return;
+        }
+        let per = |d: Duration| d / u32::try_from(n).unwrap_or(u32::MAX);
+        eprintln!(
+            "{what}: {:.3} ({:?} / {:?} per iteration, {n} iterations interleaved)",
+            a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE),
+            per(a),
+            per(b),
+        );
+    }
 }
 
 /// `{"type": "object", "properties": {"a": ...}}` nested `depth` times, built without recursion.
@@ -181,5 +268,110 @@ fn worst_cases(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, public_cases, batch, worst_cases);
+/// The `lionrt` binary to spawn: `LIONRT_BIN`, else the workspace's release build.
+fn lionrt_binary() -> Option<PathBuf> {
+    let path = match std::env::var_os("LIONRT_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => {
+            let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+                || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+                PathBuf::from,
+            );
+            target.join("release/lionrt")
+        }
+    };
+    path.is_file().then_some(path)
+}
+
+fn cli(c: &mut Criterion) {
+    let Some(bin) = lionrt_binary() else {
+        eprintln!(
+            "skipping cli/*: no lionrt binary (cargo build --release -p lionrt, or set LIONRT_BIN)"
+        );
+        return;
+    };
+    eprintln!("cli/*: spawning {}", bin.display());
+    let cases = cases();
+    let copies = 1_000;
+    let mut jsonl = String::new();
+    for i in 0..copies {
+        for case in &cases {
+            let record = json!({
+                "id": i,
+                "name": case.name,
+                "description": case.description,
+                "inputSchema": case.schema,
+            });
+            jsonl.push_str(&record.to_string());
+            jsonl.push('\n');
+        }
+    }
+    let records = cases.len() * copies;
+    let corpus =
+        std::env::temp_dir().join(format!("mcp-admission-bench-{}.jsonl", std::process::id()));
+    if let Err(e) = std::fs::write(&corpus, &jsonl) {
+        eprintln!("skipping cli/*: writing {}: {e}", corpus.display());
+        return;
+    }
+    drop(jsonl);
+    let run = |jobs: &str, stdout: Stdio| {
+        Command::new(&bin)
+            .args(["admission", "check", "--format", "jsonl", "--jobs", jobs])
+            .arg(&corpus)
+            .stdout(stdout)
+            .stderr(Stdio::null())
+            .output()
+            .expect("spawn lionrt")
+    };
+    // Once, checked: one verdict line per record, some denied (exit 1).
+    let out = run("0", Stdio::piped());
+    let lines = out.stdout.iter().filter(|b| **b == b'\n').count();
+    assert_eq!(lines, records, "one verdict per record");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the public cases include denials"
+    );
+
+    let mut group = c.benchmark_group("cli");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(records as u64));
+    for (label, jobs) in [("lionrt_jsonl", "0"), ("lionrt_jsonl_jobs1", "1")] {
+        group.bench_function(label, |b| {
+            b.iter(|| black_box(run(jobs, Stdio::null()).status));
+        });
+    }
+    let in_process = || {
+        for _ in 0..copies {
+            for case in &cases {
+                let _ = black_box(validate_tool_admission(
+                    black_box(&case.name),
+                    Some(black_box(&case.schema)),
+                    case.description.as_deref(),
+                ));
+            }
+        }
+    };
+    group.bench_function("in_process_verdicts", |b| b.iter(in_process));
+    let totals = Totals::default();
+    group.bench_function("interleaved", |b| {
+        b.iter_custom(|iters| {
+            let (binary, here) = interleaved(
+                iters,
+                || {
+                    black_box(run("0", Stdio::null()).status);
+                },
+                in_process,
+            );
+            // Records/s of the binary over verdicts/s here: time here over time there.
+            totals.add(iters, here, binary);
+            binary + here
+        });
+    });
+    group.finish();
+    totals.report("cli records/s ÷ in-process verdicts/s");
+    let _ = std::fs::remove_file(&corpus);
+}
+
+criterion_group!(benches, public_cases, batch, cli, worst_cases);
 criterion_main!(benches);

@@ -483,18 +483,33 @@ impl Splitter {
     }
 }
 
-/// Parses one record's JSON, at any nesting depth.
-fn parse_record(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+/// Parses one record's JSON, at any nesting depth; true when it nests
+/// deeper than serde_json's default limit (then it must be dropped with
+/// [`drop_iteratively`]).
+fn parse_record(bytes: &[u8]) -> Result<(Value, bool), serde_json::Error> {
+    // Valid UTF-8 (checked once, quickly) is parsed as text, so no string
+    // inside is checked again; anything else as bytes, for the same errors.
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_from(|| serde_json::Deserializer::from_str(text)),
+        Err(_) => parse_from(|| serde_json::Deserializer::from_slice(bytes)),
+    }
+}
+
+/// [`parse_record`] with a deserializer made by `make` (made again for the
+/// deep path).
+fn parse_from<'de, R: serde_json::de::Read<'de>>(
+    make: impl Fn() -> serde_json::Deserializer<R>,
+) -> Result<(Value, bool), serde_json::Error> {
+    let mut de = make();
     match Value::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
         Err(e) if e.to_string().contains("recursion limit") => {
-            let mut de = serde_json::Deserializer::from_slice(bytes);
+            let mut de = make();
             de.disable_recursion_limit();
             let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de))?;
             de.end()?;
-            Ok(value)
+            Ok((value, true))
         }
-        other => other,
+        other => other.map(|v| (v, false)),
     }
 }
 
@@ -528,6 +543,12 @@ pub fn judge_record(record: &RawRecord) -> ToolResult {
     judge_record_with(record, true)
 }
 
+/// Judges one record as a [`Checker`] writing `format` does (JSON Lines
+/// needs neither the message nor the detail of a denial, so it skips them).
+pub fn judge_record_as(record: &RawRecord, format: OutputFormat) -> ToolResult {
+    judge_record_with(record, format != OutputFormat::Jsonl)
+}
+
 /// Judges one record; `explained` adds the message and detail of a denial
 /// (JSON Lines output needs neither).
 fn judge_record_with(record: &RawRecord, explained: bool) -> ToolResult {
@@ -536,8 +557,8 @@ fn judge_record_with(record: &RawRecord, explained: bool) -> ToolResult {
     if let Some(why) = &record.broken {
         return ToolResult::error(None, line, index, why.clone());
     }
-    let value = match parse_record(&record.bytes) {
-        Ok(v) => v,
+    let (value, deep) = match parse_record(&record.bytes) {
+        Ok(parsed) => parsed,
         Err(e) => {
             let at_line = record.line + e.line().saturating_sub(1);
             return ToolResult::error(
@@ -549,7 +570,8 @@ fn judge_record_with(record: &RawRecord, explained: bool) -> ToolResult {
         }
     };
     let result = judge_value(&value, line, index, explained);
-    if record.bytes.len() > 1024 {
+    // Within serde_json's default nesting limit the recursive drop is safe.
+    if deep {
         drop_iteratively(value);
     }
     result
@@ -686,6 +708,34 @@ impl Checker {
             tally.add(&result);
             renderer.record(&result, out);
         });
+    }
+
+    /// Splits a chunk into records without judging them, for a caller that
+    /// judges them elsewhere (on worker threads, say) with [`judge_record_as`]
+    /// and hands the results back, in input order, to [`Self::render`].
+    pub fn split(&mut self, chunk: &[u8], records: &mut Vec<RawRecord>) {
+        self.splitter
+            .feed(chunk, &mut |record| records.push(record.clone()));
+    }
+
+    /// Ends the input of [`Self::split`]: the last records, if any.
+    pub fn split_finish(&mut self, records: &mut Vec<RawRecord>) {
+        self.splitter
+            .finish(&mut |record| records.push(record.clone()));
+    }
+
+    /// Counts and renders one result judged elsewhere (results must come in
+    /// input order).
+    pub fn render(&mut self, result: &ToolResult, out: &mut String) {
+        self.tally.add(result);
+        self.renderer.record(result, out);
+    }
+
+    /// Ends the output of [`Self::render`] and returns the tally (the
+    /// input must have been ended with [`Self::split_finish`]).
+    pub fn finish_rendered(mut self, out: &mut String) -> Tally {
+        self.renderer.finish(&self.tally, out);
+        self.tally
     }
 
     /// Ends the input; appends the rest of the output and returns the tally.
@@ -938,7 +988,9 @@ fn id_text(id: Option<&Value>) -> String {
 fn push_id(out: &mut String, id: Option<&Value>) {
     match id {
         None => out.push_str("null"),
-        Some(v) => out.push_str(&v.to_string()),
+        Some(v) => {
+            let _ = write!(out, "{v}");
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 use mcp_admission::Reason;
 use mcp_admission::batch::{
     Checker, EXIT_ADMITTED, EXIT_DENIED, EXIT_UNREADABLE, OutputFormat, ToolResult, check_text,
-    exit_code, render,
+    exit_code, judge_record_as, render,
 };
 use serde_json::{Value, json};
 
@@ -244,6 +244,56 @@ fn chunk_boundaries_do_not_matter() {
         }
     }
     assert_eq!(whole.len(), 2);
+}
+
+/// Splitting, judging the records elsewhere (here: out of order, as worker
+/// threads would) and rendering them back in order gives exactly what
+/// feeding the checker gives, in every format.
+#[test]
+fn split_judge_render_is_feed() {
+    let rpc = format!(r#"{{"jsonrpc": "2.0", "id": 1, "result": {TOOLS_LIST}}}"#);
+    for input in [
+        TOOLS_LIST,
+        ODD,
+        rpc.as_str(),
+        "[1, {\"name\": 2}, {\"name\": \"a\"",
+    ] {
+        for format in [
+            OutputFormat::Jsonl,
+            OutputFormat::Table,
+            OutputFormat::Sarif,
+        ] {
+            for chunk in [1, 5, 4096] {
+                let mut fed = Checker::new(format, Some("tools.json"));
+                let mut expected = String::new();
+                for piece in input.as_bytes().chunks(chunk) {
+                    fed.feed(piece, &mut expected);
+                }
+                let expected_tally = fed.finish(&mut expected);
+
+                let mut split = Checker::new(format, Some("tools.json"));
+                let mut records = Vec::new();
+                for piece in input.as_bytes().chunks(chunk) {
+                    split.split(piece, &mut records);
+                }
+                split.split_finish(&mut records);
+                let mut results: Vec<(usize, ToolResult)> = records
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .map(|(i, r)| (i, judge_record_as(r, format)))
+                    .collect();
+                results.sort_by_key(|(i, _)| *i);
+                let mut out = String::new();
+                for (_, r) in &results {
+                    split.render(r, &mut out);
+                }
+                let tally = split.finish_rendered(&mut out);
+                assert_eq!(out, expected, "{format:?}, chunk {chunk}: {input}");
+                assert_eq!(tally, expected_tally);
+            }
+        }
+    }
 }
 
 #[test]
