@@ -23,9 +23,10 @@ const SESSION_SELECT: &str = "SELECT s.id, s.status, s.status_reason_code, s.sta
      s.last_message_at, s.input_tokens, s.output_tokens, s.total_cost_usd, s.num_turns, \
      s.duration_ms, (SELECT count(*) FROM messages m WHERE m.session_id = s.id) FROM sessions s";
 
-/// Per-session rows a prune removes with its sessions, in tables later
-/// migrations may add (deleted only where the table exists).
-const PER_SESSION: &[&str] = &["mirror_events", "session_controls"];
+/// Per-session rows (by `session_id`) a prune removes with its sessions:
+/// the transcript mirror's branches and event marks (migration 0004) and
+/// session controls (deleted only where the table exists).
+const PER_SESSION: &[&str] = &["branches", "mirror_events", "session_controls"];
 
 fn session_row(r: &Row) -> Result<SessionRow, PgStoreError> {
     let mut row = SessionRow::new(
@@ -325,6 +326,20 @@ impl SessionRetention for PgStore {
                 )?
                 .try_get(0)?;
             if !dry_run {
+                // A session's progression (its ordered message ids) goes
+                // with it, read off the rows before they are deleted.
+                if has_table(tx, "progressions")? {
+                    tx.execute(
+                        "DELETE FROM progression_items WHERE progression_id IN
+                            (SELECT progression_id FROM sessions WHERE id = ANY($1))",
+                        &[&ids],
+                    )?;
+                    tx.execute(
+                        "DELETE FROM progressions WHERE id IN
+                            (SELECT progression_id FROM sessions WHERE id = ANY($1))",
+                        &[&ids],
+                    )?;
+                }
                 tx.execute("DELETE FROM messages WHERE session_id = ANY($1)", &[&ids])?;
                 for table in PER_SESSION {
                     if has_table(tx, table)? {

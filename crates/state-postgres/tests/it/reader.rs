@@ -114,3 +114,78 @@ proptest! {
         prop_assert_eq!(reads(&pg, &scope, &ids, &probes), reads(&sqlite, &scope, &ids, &probes));
     }
 }
+
+#[test]
+fn a_prune_takes_a_sessions_mirror_rows_with_it() {
+    use lifecycle_core::SessionRetention;
+    let Some(url) = server("prune_mirror") else {
+        return;
+    };
+    let schema = Schema::new(&url, "prune_mirror");
+    let store = schema.store();
+    let actor = Actor::new(ActorType::Executor, "t");
+    let mut c = schema.client();
+    for id in ["gone", "kept"] {
+        store
+            .persist_session_start(&SessionStart::new(id, "run.started.ok"), &actor)
+            .expect("start");
+        store
+            .record_message(id, &format!("{id}-m"), "assistant", "\"x\"", 1)
+            .expect("message");
+        // What the transcript mirror writes for a session (migration 0004).
+        c.batch_execute(&format!(
+            "INSERT INTO progressions (id, next_position, created_at) VALUES ('p-{id}', 1, 1);
+             INSERT INTO progression_items (progression_id, message_id, position)
+                 VALUES ('p-{id}', '{id}-m', 0);
+             UPDATE sessions SET progression_id = 'p-{id}' WHERE id = '{id}';
+             INSERT INTO branches (id, session_id, first_msg_id, created_at)
+                 VALUES ('b-{id}', '{id}', '{id}-m', 1);
+             INSERT INTO mirror_events (event_uuid, session_id) VALUES ('e-{id}', '{id}');"
+        ))
+        .expect("mirror rows");
+    }
+    store
+        .persist_session_end(
+            &SessionEnd::new("gone", "completed", "run.completed.ok", 1_000),
+            &actor,
+        )
+        .expect("end");
+    let report = store
+        .prune_sessions(2_000, false, &Actor::new(ActorType::Operator, "t"))
+        .expect("prune");
+    assert_eq!((report.sessions, report.messages), (1, 1));
+    let count = |c: &mut postgres::Client, sql: &str, id: &str| -> i64 {
+        c.query_one(sql, &[&id]).expect(sql).get(0)
+    };
+    for id in ["gone", "kept"] {
+        let want = i64::from(id == "kept");
+        let p = format!("p-{id}");
+        assert_eq!(
+            count(
+                &mut c,
+                "SELECT count(*) FROM progressions WHERE id = $1",
+                &p
+            ),
+            want,
+            "{id}"
+        );
+        assert_eq!(
+            count(
+                &mut c,
+                "SELECT count(*) FROM progression_items WHERE progression_id = $1",
+                &p
+            ),
+            want,
+            "{id}"
+        );
+        for table in ["branches", "mirror_events", "messages", "sessions"] {
+            let column = if table == "sessions" {
+                "id"
+            } else {
+                "session_id"
+            };
+            let sql = format!("SELECT count(*) FROM {table} WHERE {column} = $1");
+            assert_eq!(count(&mut c, &sql, id), want, "{table} of {id}");
+        }
+    }
+}
