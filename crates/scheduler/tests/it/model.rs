@@ -183,7 +183,63 @@ mod props {
 
     use crate::common::{cron, interval};
 
+    /// Zones with daylight saving time of several shapes (a 30-minute
+    /// shift, a shift at 02:45, one at midnight) and, for each, the UTC
+    /// dates of its 2026 transitions (± a day of the local date).
+    const ZONES: [(&str, [&str; 2]); 5] = [
+        ("Europe/Berlin", ["2026-03-29", "2026-10-25"]),
+        ("America/New_York", ["2026-03-08", "2026-11-01"]),
+        ("Australia/Lord_Howe", ["2026-04-05", "2026-10-04"]),
+        ("Pacific/Chatham", ["2026-04-05", "2026-09-27"]),
+        ("America/Santiago", ["2026-04-05", "2026-09-06"]),
+    ];
+
     proptest! {
+        /// A fixed-time expression in a named zone: every fire is after
+        /// now, at the expression's wall-clock time, or (that time not
+        /// existing that day, a spring gap) the first instant after the
+        /// gap; never twice on one local date (an autumn overlap fires
+        /// once); and the next fire is at most a day and a gap away.
+        #[test]
+        fn a_fixed_time_in_a_named_zone_fires_once_a_local_day_at_its_time_or_after_the_gap(
+            zone in 0usize..ZONES.len(),
+            transition in 0usize..2,
+            offset in -3 * 86_400i64..2 * 86_400,
+            hour in prop_oneof![0u32..24, 0u32..5],
+            minute in 0u32..60,
+        ) {
+            use chrono::{LocalResult, TimeZone, Timelike};
+            let (name, dates) = ZONES[zone];
+            // From up to three days before a transition to two after it.
+            let now = super::at(&format!("{}T00:00:00Z", dates[transition])) + offset * 1_000_000;
+            let tz: chrono_tz::Tz = name.parse().expect("zone");
+            let spec = cron("z", &format!("{minute} {hour} * * *"), name, &super::ws());
+            let mut at = now;
+            let mut dates = Vec::new();
+            for _ in 0..3 {
+                let next = spec.next_after(at, at).expect("next").expect("some");
+                prop_assert!(next > at);
+                prop_assert!(next - at <= 26 * 3_600_000_000, "{} then {}", at, next);
+                let local = tz.timestamp_micros(next).single().expect("an instant");
+                let on_time = (local.hour(), local.minute()) == (hour, minute);
+                let skipped = matches!(
+                    tz.with_ymd_and_hms(
+                        chrono::Datelike::year(&local.date_naive()),
+                        chrono::Datelike::month(&local.date_naive()),
+                        chrono::Datelike::day(&local.date_naive()),
+                        hour,
+                        minute,
+                        0
+                    ),
+                    LocalResult::None
+                );
+                prop_assert!(on_time || skipped, "{name} {hour}:{minute} fired at {local}");
+                prop_assert!(!dates.contains(&local.date_naive()), "twice on {}", local.date_naive());
+                dates.push(local.date_naive());
+                at = next;
+            }
+        }
+
         #[test]
         fn interval_next_is_the_first_phase_point_after_now(
             last in 0i64..1_000_000_000_000_000,
