@@ -13,7 +13,9 @@
 //! The `postgres` driver runs a runtime of its own and panics when it is
 //! called on an async runtime's thread; every method here detects that and
 //! runs its work on a helper thread instead, so the scheduler may call it
-//! from its tick and from its run tasks alike.
+//! from its tick and from its run tasks alike. For the same reason the
+//! last handle on a [`PgStore`] (its pool) must be dropped off the runtime:
+//! keep a clone outside `block_on` (as `lionrt daemon` does).
 
 use lifecycle_core::{Actor, InitialCommand, OutcomeKind};
 use postgres::GenericClient;

@@ -274,3 +274,55 @@ fn the_advisory_tick_lock_admits_one_daemon_per_schema_across_hosts() {
     drop(held);
     host_b.tick_lock().expect("free once the first let go");
 }
+
+#[test]
+fn two_schedulers_racing_on_one_schema_fire_each_due_instant_once() {
+    // Without the tick lock (say, a host whose lock check lags), the
+    // compare-and-swap on the due instant still lets one tick win it.
+    let Some(env) = PgEnv::new("race") else {
+        return;
+    };
+    let ws = env.dir.path();
+    let set: Vec<_> = (0..20)
+        .map(|i| interval(&format!("s{i:02}"), 60, ws))
+        .collect();
+    env.schedules().apply(&set, T0).expect("apply");
+    std::fs::write(env.gate(), b"").expect("gate");
+    let clock = Arc::new(ManualClock::new(T0 + 60_000_000));
+    let host = |store: PgStore| {
+        let schedules: Arc<dyn ScheduleStore> = Arc::new(PgSchedules::new(
+            store.clone(),
+            Actor::new(ActorType::Operator, "host"),
+        ));
+        (schedules, gated_launcher(store, &env.gate()))
+    };
+    // Host b's store is kept here: its pool must not be dropped inside a
+    // runtime (the driver's close would `block_on` there).
+    let store_b = PgEnv::open(&env.url, &env.schema);
+    let (a, la) = host(env.store.clone());
+    let (b, lb) = host(store_b.clone());
+    let barrier = std::sync::Barrier::new(2);
+    let fired: Vec<usize> = std::thread::scope(|s| {
+        let run = |schedules: Arc<dyn ScheduleStore>, launcher| {
+            let barrier = &barrier;
+            let clock = Arc::clone(&clock);
+            s.spawn(move || {
+                runtime().block_on(async move {
+                    let mut sched = Scheduler::attach(schedules, clock, launcher);
+                    barrier.wait();
+                    let n = sched.tick().expect("tick").fired.len();
+                    sched.wait_idle().await;
+                    n
+                })
+            })
+        };
+        let ha = run(a, la);
+        let hb = run(b, lb);
+        vec![ha.join().expect("a"), hb.join().expect("b")]
+    });
+    assert_eq!(fired.iter().sum::<usize>(), 20, "{fired:?}");
+    let runs = env.schedules().runs(None, 1000).expect("runs");
+    assert_eq!(runs.len(), 20, "one run per schedule");
+    assert!(runs.iter().all(|r| r.status == "completed"), "{runs:?}");
+    drop(store_b);
+}
