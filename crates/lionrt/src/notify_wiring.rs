@@ -27,8 +27,13 @@
 //! dispatch's id and status (later deliveries show in `lionrt outbox show`).
 //! Nothing configured, or the session excluded by the filter, writes
 //! nothing: that absence tells the benign cases from a refusal. Like the
-//! outcome itself, it carries no argument value.
+//! outcome itself, it carries no argument value. A direct adapter's raw
+//! stderr is never quoted: it is captured to an owner-only file
+//! (`notify/<session>.stderr.log` beside the SQLite file, or under the
+//! default state directory for PostgreSQL) named by the outcome's
+//! `stderr_path` and by the run's warning.
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -143,22 +148,69 @@ fn warn(message: &str) {
     let _ = writeln!(std::io::stderr().lock(), "warning: {message}");
 }
 
-/// The run's outcome record: kept in memory and reported at the end.
+/// The run's outcome record: kept in memory, reported at the end and then
+/// written on the session; the adapter's raw stderr goes to `stderr`.
 #[derive(Debug, Default)]
-struct Outcome(Mutex<Option<NotifyOutcome>>);
+struct Outcome {
+    recorded: Mutex<Option<NotifyOutcome>>,
+    stderr: Option<PathBuf>,
+}
 
 impl OutcomeSink for Outcome {
     fn stderr_path(&self) -> Option<PathBuf> {
-        None
+        let path = self.stderr.clone()?;
+        let dir = path.parent()?;
+        // Owner-only from creation on, like the file itself.
+        let made = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+        match made {
+            Ok(()) => Some(path),
+            Err(error) => {
+                tracing::warn!(%error, dir = %dir.display(), "notify stderr directory not created; stderr not captured");
+                None
+            }
+        }
     }
 
     fn record(&self, outcome: &NotifyOutcome) -> Result<(), notify::Error> {
-        *self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome.clone());
+        *lock(&self.recorded) = Some(outcome.clone());
         Ok(())
     }
+}
+
+/// Where the adapter's raw stderr of `session` is captured (mode 0600, in a
+/// 0700 directory): `notify/<session>.stderr.log` next to the SQLite file,
+/// or under the default state directory for a PostgreSQL `--db`. A session
+/// id with characters outside `[A-Za-z0-9._-]` has them replaced and a hash
+/// of the id appended, so no id can name a path elsewhere.
+fn stderr_file(db: Option<&Path>, session: &str) -> Option<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let base = match db {
+        Some(db) if !crate::dbpath::is_url(db) => db.to_owned(),
+        _ => crate::dbpath::default_db(),
+    };
+    let dir = match base.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.join("notify"),
+        _ => PathBuf::from("notify"),
+    };
+    let mut name: String = session
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if name != session || name.starts_with('.') || name.is_empty() {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        session.hash(&mut h);
+        name = format!("_{name}-{:016x}", h.finish());
+    }
+    Some(dir.join(format!("{name}.stderr.log")))
 }
 
 /// The installed notification of one run.
@@ -191,7 +243,10 @@ impl Prepared {
     pub(crate) fn install(self, handle: Handle) -> Wiring {
         let registry = Arc::new(Registry::new(DEFAULT_BUDGET));
         let notifier = TerminalNotifier::new(Arc::clone(&registry), handle);
-        let outcome = Arc::new(Outcome::default());
+        let outcome = Arc::new(Outcome {
+            recorded: Mutex::new(None),
+            stderr: stderr_file(self.outbox_db.as_deref(), &self.session),
+        });
         let scope = RunScope::entity("session", self.session.clone());
         let mut durable = None;
         let mut installed = None;
@@ -303,10 +358,15 @@ impl Wiring {
         if let Some(installed) = &self.installed {
             installed.uninstall(&self.registry);
         }
-        if let Some(outcome) = lock(&self.outcome.0).as_ref().filter(|o| !o.ok) {
+        if let Some(outcome) = lock(&self.outcome.recorded).as_ref().filter(|o| !o.ok) {
             warn(&format!(
-                "terminal notify unsuccessful: {}",
-                outcome.reason.as_deref().unwrap_or("unknown")
+                "terminal notify unsuccessful: {}{}",
+                outcome.reason.as_deref().unwrap_or("unknown"),
+                outcome
+                    .stderr_path
+                    .as_ref()
+                    .map(|p| format!(" (adapter stderr in {})", p.display()))
+                    .unwrap_or_default()
             ));
         }
         let ids = lock(&self.enqueued).clone();
@@ -339,7 +399,7 @@ impl Wiring {
         if self.durable.is_some() {
             return lock(&self.durable_outcome).clone();
         }
-        let outcome = lock(&self.outcome.0).clone()?;
+        let outcome = lock(&self.outcome.recorded).clone()?;
         serde_json::to_value(outcome).ok()
     }
 

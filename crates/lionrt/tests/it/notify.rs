@@ -413,6 +413,7 @@ fn the_notify_outcome_is_recorded_on_a_postgresql_session_too() {
             .env_remove("LIONRT_DB")
             .env("LIONRT_PG_SCHEMA", &schema)
             .env("LIONAGI_SETTINGS_FILE", dir.path().join("none.yaml"))
+            .env("LIONAGI_HOME", dir.path())
             .output()
             .expect("run lionrt")
     };
@@ -445,4 +446,53 @@ fn the_notify_outcome_is_recorded_on_a_postgresql_session_too() {
         "{got}"
     );
     assert!(show("pg-quiet").is_null());
+}
+
+// contract: NTF-029
+#[test]
+fn a_failing_adapters_stderr_goes_to_an_owner_only_file_named_by_the_outcome() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let none = dir.path().join("none.yaml");
+    let out = run_session(
+        &db,
+        &none,
+        dir.path(),
+        "o/../err",
+        &[
+            "--notify-on-terminal",
+            "sh -c 'echo adapter-said-oops >&2; exit 5'",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let got = recorded_outcome(&db, &none, "o/../err");
+    assert_eq!((&got["ok"], &got["exit_code"]), (&false.into(), &5.into()));
+    let path = Path::new(got["stderr_path"].as_str().expect("a captured stderr"));
+    assert_eq!(
+        path.parent(),
+        Some(dir.path().join("notify").as_path()),
+        "beside the state file, whatever the session id: {got}"
+    );
+    let meta = std::fs::metadata(path).expect("the stderr file");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let dir_mode = std::fs::metadata(path.parent().expect("dir"))
+        .expect("dir")
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o077, 0, "the directory is the owner's only");
+    assert!(
+        std::fs::read_to_string(path)
+            .expect("read")
+            .contains("adapter-said-oops")
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&path.display().to_string()),
+        "the warning names the file: {stderr}"
+    );
+    assert!(
+        !stderr.contains("adapter-said-oops") && !got.to_string().contains("adapter-said-oops"),
+        "the raw stderr is not quoted: {stderr} {got}"
+    );
 }
