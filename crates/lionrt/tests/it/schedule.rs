@@ -669,6 +669,16 @@ fn a_sigkilled_daemon_on_postgres_restarts_with_no_orphan_and_no_running_session
     let running = "SELECT count(*) FROM {s}.sessions WHERE status = 'running'";
     assert!(pg.count(running) >= 1);
 
+    // A session that `lionrt run` keeps running on another host (another
+    // boot): the restarted daemon must leave it alone.
+    pg.client()
+        .batch_execute(&format!(
+            "INSERT INTO {}.sessions (id, status, created_at, updated_at, owner_pid, owner_start_time, owner_boot_id)
+             VALUES ('run-on-host-b', 'running', 1, 1, 1, 1, 'boot-of-another-host')",
+            pg.name
+        ))
+        .expect("a session of another host");
+
     // The server released the dead daemon's advisory lock with its
     // connection: the restart takes it, sweeps the session and ends the run.
     assert!(pg.run(&["schedule", "disable", "slow"]).status.success());
@@ -685,7 +695,19 @@ fn a_sigkilled_daemon_on_postgres_restarts_with_no_orphan_and_no_running_session
         started["started"]["orphans_swept"].as_u64() >= Some(1),
         "{started}"
     );
-    assert_eq!(pg.count(running), 0);
+    assert_eq!(
+        pg.count(
+            "SELECT count(*) FROM {s}.sessions WHERE status = 'running' AND id != 'run-on-host-b'"
+        ),
+        0
+    );
+    assert_eq!(
+        pg.count(
+            "SELECT count(*) FROM {s}.sessions WHERE status = 'running' AND id = 'run-on-host-b'"
+        ),
+        1,
+        "another host's session is not the daemon's to sweep"
+    );
     assert_eq!(
         pg.count("SELECT count(*) FROM {s}.schedule_runs WHERE status = 'running'"),
         0
