@@ -6,7 +6,9 @@
 //! conversation as messages (`user`, `assistant`, `action`). [`Mirror`]
 //! walks the roots, reads each file from its stored cursor line by line
 //! (never the whole file), writes bounded batches through
-//! [`state_sqlite::Store::mirror_session`] and then reconciles liveness.
+//! [`MirrorStore::mirror_session`] and then reconciles liveness. The store
+//! is `state_sqlite::Store` or `state_postgres::PgStore` (both implement
+//! [`MirrorStore`], whose docs say what an implementation must keep).
 //!
 //! - Idempotent: message ids derive from the transcript event (source,
 //!   session, event uuid or byte offset, block index), so re-reading, in
@@ -17,24 +19,31 @@
 //! - Status belongs to the reconcile: liveness from `last_message_at`,
 //!   completed means dormant, reactivation through the audited override.
 //!
-//! The store owns the SQL (`state_sqlite::mirror`): this crate parses
-//! transcripts and builds batches.
+//! The store owns the SQL (`state_sqlite::mirror`, `state_postgres::mirror`):
+//! this crate parses transcripts, builds batches and defines the seam.
 //!
 //! Throughput (`cargo bench -p transcript-mirror --bench mirror_throughput`,
-//! a 2000-line Claude Code mix into a fresh file database, against a bare
-//! `serde_json::Value` parse of the same lines, ratio of interleaved
-//! medians), measured on 2 cores at a load average of about 5 (other builds
-//! running; the floor alone varied from 119k to 280k lines/s between runs):
-//! 0.36, 0.44 and 0.58 in three runs on ext4 (virtio disk, WAL writes and
-//! checkpoint fsyncs included) with the default batches of 2048 lines or
-//! 1.5 MiB (so the whole transcript is one commit; 512-line batches gave
-//! 0.29 to 0.40), and 0.37 to 0.50 on tmpfs (`LIONRT_BENCH_DIR=/dev/shm`,
-//! 512-line batches). The 0.5 target is not reliably met: the
-//! parse is a small share (a profile puts serde at about 8 % of the mirror's
-//! time); SQLite and the kernel's write path take most of it. Every message
-//! costs four B-tree inserts (the row, its id and session indexes, the
-//! progression item) and every event one more (its uuid, for lineage);
-//! message ids are time-ordered so those indexes grow at their end.
+//! a 2000-line Claude Code mix mirrored into a fresh SQLite file, against a
+//! bare `serde_json::Value` parse of the same lines; the printed ratio is of
+//! medians over 15 interleaved rounds of the same run). Profiled with
+//! `perf` (timed section only): before this round, SQLite spilled dirty
+//! pages to the WAL mid-batch and read them back (2440 writes and 1182
+//! reads per run instead of 1896 and 638), statements fell out of the
+//! 16-entry statement cache, and each message took two statements. Now a
+//! batch runs with a 16 MiB page cache and a 64-entry statement cache, and
+//! rows go 64 per statement inside a savepoint. In-process A/B runs (60
+//! interleaved rounds, load average 4 to 5 on 2 cores): ratio 0.37–0.41
+//! before, 0.45–0.48 after. Criterion runs at load average 6 to 9 (other
+//! builds running; the floor alone varied from 79k to 151k lines/s):
+//! 0.30, 0.39, 0.40, 0.44 and 0.44 (0.44 with `LIONRT_BENCH_DIR=/dev/shm`)
+//! against 0.33 and 0.43 for the previous build alternated with it. The
+//! 0.5 target is not reliably met. What is left is the store's own work:
+//! in the profile, the commit's WAL writes (about 540 frames, two `pwrite`s
+//! each, into a WAL file that grows, so the kernel allocates and zeroes
+//! pages) take about 30 % of the mirror's time, B-tree inserts (five per
+//! message: the row, its id and session indexes, the progression item, the
+//! event uuid) and their page splits about 35 %, the parse about 12 %. A
+//! store in steady use writes over WAL pages that already exist.
 //!
 //! Fixtures (`fixtures/transcript-mirror`): hand-written transcripts in the
 //! CLIs' public formats, and two recorded from the real CLIs (Claude Code

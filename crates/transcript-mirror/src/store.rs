@@ -3,22 +3,9 @@
 //! both stores share (the reconcile decision, the actors and the ids).
 //!
 //! `state-sqlite` and `state-postgres` implement [`MirrorStore`]; each owns
-//! its SQL. What every implementation must keep (SQL-052..068):
+//! its SQL.
 //!
-//! - [`MirrorStore::mirror_session`] writes one batch in one transaction.
-//!   The scaffold writes run on every call in this order: progression,
-//!   session, branch, each insert-or-ignore (a pass that died half-way is
-//!   repaired by the next, an existing row is never overwritten; only NULL
-//!   descriptive columns are filled, the project among them, without moving
-//!   `last_message_at`). The session row is created through the guarded
-//!   transition service (history row included). Messages are upserts keyed
-//!   by their deterministic id; progression appends dedupe on (progression,
-//!   message) and take dense positions. It never changes a session's
-//!   status.
-//! - [`MirrorStore::reconcile_mirror_session`] owns the live/idle status,
-//!   judged from `last_message_at` only ([`reconcile_plan`]).
-//! - [`MirrorStore::link_session_lineage`] writes only node_metadata's
-//!   `lineage` key and never moves `last_message_at`.
+//! What an implementation must keep is on [`MirrorStore`].
 
 use lifecycle_core::{Actor, ActorType, Override, Reason, TransitionCommand};
 use serde::{Deserialize, Serialize};
@@ -265,8 +252,23 @@ pub fn reconcile_applied(cmd: &TransitionCommand, from: &str) -> ReconcileAction
 }
 
 /// A lifecycle store the mirror can write into. Implemented by
-/// `state_sqlite::Store` and `state_postgres::PgStore`; see the module docs
-/// for what every implementation must keep.
+/// `state_sqlite::Store` and `state_postgres::PgStore`. What every
+/// implementation must keep (SQL-052..068):
+///
+/// - [`MirrorStore::mirror_session`] writes one batch in one transaction.
+///   The scaffold writes run on every call in this order: progression,
+///   session, branch, each insert-or-ignore (a pass that died half-way is
+///   repaired by the next, an existing row is never overwritten; only NULL
+///   descriptive columns are filled, the project among them, without moving
+///   `last_message_at`). The session row is created through the guarded
+///   transition service (history row included). Messages are upserts keyed
+///   by their deterministic id; progression appends dedupe on (progression,
+///   message) and take dense positions. It never changes a session's
+///   status.
+/// - [`MirrorStore::reconcile_mirror_session`] owns the live/idle status,
+///   judged from `last_message_at` only ([`reconcile_plan`]).
+/// - [`MirrorStore::link_session_lineage`] writes only node_metadata's
+///   `lineage` key and never moves `last_message_at`.
 pub trait MirrorStore {
     /// The store's error.
     type Error: std::error::Error + Send + Sync + 'static;
