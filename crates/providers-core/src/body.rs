@@ -14,8 +14,10 @@ impl<T: Read + Seek> ReadSeek for T {}
 pub enum BodySource<'a> {
     /// Bytes, snapshotted once.
     Bytes(&'a [u8]),
-    /// A seekable stream, read from its current position.
-    Seekable(&'a mut dyn ReadSeek),
+    /// A seekable stream, read from its current position. It is `Send` so
+    /// that a call holding the source (an upload waiting for its permit)
+    /// can run on a multi-threaded runtime.
+    Seekable(&'a mut (dyn ReadSeek + Send)),
     /// A stream that can be read once only.
     OneShot(Box<dyn Read + Send>),
 }

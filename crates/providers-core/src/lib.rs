@@ -14,9 +14,12 @@
 //!   providers is asked of the provider ([`Provider::clamp_effort`],
 //!   [`Provider::mcp_forwarding`]); nothing here branches on a provider's
 //!   name.
-//! - [`retry_with_backoff`], [`call_with_retries`]: retries with per-instance
-//!   exclusion and the endpoint retry contract; [`replayable_body`] for
-//!   request bodies a retry may resend.
+//! - [`retry_with_backoff`], [`call_with_retries`], [`call_with_retries_on`]:
+//!   retries with per-instance exclusion and the endpoint retry contract;
+//!   [`replayable_body`] for request bodies a retry may resend. They take
+//!   plain closures returning futures and hold no borrow of them across an
+//!   `.await`, so their futures are `Send` whenever what they are given is
+//!   (they can be `tokio::spawn`ed on a multi-threaded runtime).
 //! - [`apply_forwarded_mcp_servers`], [`McpServers`]: MCP server set
 //!   forwarding (an explicit empty set is still forwarded) and its redacted
 //!   rendering.
@@ -94,7 +97,7 @@ pub use provider::{
     AgentRequest, Invocation, PrivateFile, Provider, Stdin, StreamParser, parse_stream,
 };
 pub use retry::{
-    Backoff, EndpointRetry, RetryConfig, TransportFailure, call_with_retries, classify_http_error,
-    retry_with_backoff,
+    Backoff, EndpointRetry, RetryConfig, TransportFailure, call_with_retries, call_with_retries_on,
+    classify_http_error, retry_with_backoff,
 };
 pub use seam::check_provider_contract;

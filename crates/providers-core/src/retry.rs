@@ -42,25 +42,73 @@ impl Backoff {
 /// connection error that is also an I/O error) is never retried even when
 /// its parent kind is retryable. `sleep` waits out the backoff; it is a
 /// parameter so this crate names no async runtime.
-pub async fn retry_with_backoff<T, E>(
+///
+/// `op` and `sleep` are plain closures returning futures (an `async`
+/// closure that borrows only its surroundings is one), never borrowed
+/// across an `.await` here: the returned future is `Send` whenever the
+/// closures and their futures are, so it can be `tokio::spawn`ed.
+pub async fn retry_with_backoff<T, E, Op, OpFut, Sl, SlFut>(
     max_retries: u32,
     backoff: Backoff,
     retry_on: impl Fn(&E) -> bool,
     exclude: impl Fn(&E) -> bool,
-    mut op: impl AsyncFnMut(u32) -> Result<T, E>,
-    mut sleep: impl AsyncFnMut(Duration),
-) -> Result<T, E> {
+    mut op: Op,
+    mut sleep: Sl,
+) -> Result<T, E>
+where
+    Op: FnMut(u32) -> OpFut,
+    OpFut: Future<Output = Result<T, E>>,
+    Sl: FnMut(Duration) -> SlFut,
+    SlFut: Future<Output = ()>,
+{
+    retry_threaded(
+        max_retries,
+        backoff,
+        retry_on,
+        exclude,
+        (),
+        |(), attempt| without_state(op(attempt)),
+        |(), d| without_state(sleep(d)),
+    )
+    .await
+}
+
+/// Awaits `fut` and hands back the unit state alongside its output.
+async fn without_state<O>(fut: impl Future<Output = O>) -> ((), O) {
+    ((), fut.await)
+}
+
+/// The one retry loop. `state` is moved into each attempt and each sleep
+/// and handed back by its future, so an attempt may use a `&mut` resource
+/// (a transport) without a closure lending it out.
+async fn retry_threaded<C, T, E, Op, OpFut, Sl, SlFut>(
+    max_retries: u32,
+    backoff: Backoff,
+    retry_on: impl Fn(&E) -> bool,
+    exclude: impl Fn(&E) -> bool,
+    mut state: C,
+    mut op: Op,
+    mut sleep: Sl,
+) -> Result<T, E>
+where
+    Op: FnMut(C, u32) -> OpFut,
+    OpFut: Future<Output = (C, Result<T, E>)>,
+    Sl: FnMut(C, Duration) -> SlFut,
+    SlFut: Future<Output = (C, ())>,
+{
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        match op(attempt).await {
+        let (back, result) = op(state, attempt).await;
+        state = back;
+        match result {
             Ok(v) => return Ok(v),
             Err(e) => {
                 let retryable = !exclude(&e) && retry_on(&e);
                 if !retryable || attempt > max_retries {
                     return Err(e);
                 }
-                sleep(backoff.delay(attempt)).await;
+                (state, ()) = sleep(state, backoff.delay(attempt)).await;
             }
         }
     }
@@ -147,42 +195,97 @@ fn native_retryable(e: &Error) -> bool {
 ///
 /// Native path: `max_retries` is the total-attempt cap (`0` is read as one
 /// attempt: a call is always made once).
-pub async fn call_with_retries<T, B>(
+///
+/// `send` and `sleep` are plain closures returning futures (an `async`
+/// closure that borrows only its surroundings is one); the returned future
+/// is `Send` whenever they, their futures and the body are. A send that
+/// needs a `&mut` resource uses [`call_with_retries_on`].
+pub async fn call_with_retries<T, B, Se, SeFut, Sl, SlFut>(
     retry: &EndpointRetry,
+    build_body: impl FnMut() -> Result<B, Error>,
+    mut send: Se,
+    mut sleep: Sl,
+) -> Result<T, Error>
+where
+    Se: FnMut(B) -> SeFut,
+    SeFut: Future<Output = Result<T, TransportFailure>>,
+    Sl: FnMut(Duration) -> SlFut,
+    SlFut: Future<Output = ()>,
+{
+    call_with_retries_on(
+        retry,
+        (),
+        build_body,
+        |(), body| without_state(send(body)),
+        |(), d| without_state(sleep(d)),
+    )
+    .await
+}
+
+/// [`call_with_retries`] over a state each send and sleep borrows
+/// mutably.
+///
+/// `state` (for instance `(&mut transport, &mut sleeper)`) is moved into
+/// each send and each sleep, and their futures hand it back with their
+/// output, so the closures never lend it out: the returned future is `Send`
+/// whenever the state, the body, the closures and their futures are, and
+/// can be `tokio::spawn`ed on a multi-threaded runtime. The retry contract
+/// is exactly [`call_with_retries`]'s (which is this with a unit state).
+pub async fn call_with_retries_on<C, T, B, Se, SeFut, Sl, SlFut>(
+    retry: &EndpointRetry,
+    state: C,
     mut build_body: impl FnMut() -> Result<B, Error>,
-    mut send: impl AsyncFnMut(B) -> Result<T, TransportFailure>,
-    sleep: impl AsyncFnMut(Duration),
-) -> Result<T, Error> {
-    let one_attempt = async |_attempt: u32| -> Result<T, Error> {
-        let body = build_body()?;
-        match send(body).await {
-            Ok(v) => Ok(v),
-            Err(TransportFailure::Status(http)) => Err(classify_http_error(http)),
-            Err(TransportFailure::Other(msg)) => Err(Error::Transport(msg)),
-        }
+    mut send: Se,
+    sleep: Sl,
+) -> Result<T, Error>
+where
+    Se: FnMut(C, B) -> SeFut,
+    SeFut: Future<Output = (C, Result<T, TransportFailure>)>,
+    Sl: FnMut(C, Duration) -> SlFut,
+    SlFut: Future<Output = (C, ())>,
+{
+    // A plain closure returning a future: it lends nothing out across an
+    // `.await`, and the body is built inside every attempt.
+    let one_attempt = |state: C, _attempt: u32| match build_body() {
+        Ok(body) => attempt_outcome(Ok(send(state, body))),
+        Err(e) => attempt_outcome(Err((state, e))),
     };
-    match retry.retry_config {
-        Some(rc) => {
-            retry_with_backoff(
-                rc.max_retries,
-                rc.backoff,
-                rc.retry_on,
-                is_sentinel,
-                one_attempt,
-                sleep,
-            )
-            .await
-        }
-        None => {
-            retry_with_backoff(
+    let (max_retries, backoff, retry_on): (u32, Backoff, fn(&Error) -> bool) =
+        match retry.retry_config {
+            Some(rc) => (rc.max_retries, rc.backoff, rc.retry_on),
+            None => (
                 retry.max_retries.max(1) - 1,
                 retry.backoff,
                 native_retryable,
-                is_sentinel,
-                one_attempt,
-                sleep,
-            )
-            .await
+            ),
+        };
+    retry_threaded(
+        max_retries,
+        backoff,
+        retry_on,
+        is_sentinel,
+        state,
+        one_attempt,
+        sleep,
+    )
+    .await
+}
+
+/// One attempt's outcome: the body build's error, or the send's result
+/// with a transport failure mapped onto the crate error.
+async fn attempt_outcome<C, T, F>(attempt: Result<F, (C, Error)>) -> (C, Result<T, Error>)
+where
+    F: Future<Output = (C, Result<T, TransportFailure>)>,
+{
+    match attempt {
+        Err((state, e)) => (state, Err(e)),
+        Ok(sent) => {
+            let (state, result) = sent.await;
+            let result = result.map_err(|failure| match failure {
+                TransportFailure::Status(http) => classify_http_error(http),
+                TransportFailure::Other(msg) => Error::Transport(msg),
+            });
+            (state, result)
         }
     }
 }

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use providers_core::{
-    BodySource, EndpointRetry, TransportFailure, call_with_retries, replayable_body,
+    BodySource, EndpointRetry, TransportFailure, call_with_retries_on, replayable_body,
 };
 use serde_json::Value;
 
@@ -45,13 +45,28 @@ pub(crate) async fn send_chat<T: Transport, S: Sleeper>(
     retry: &EndpointRetry,
     body: &Value,
 ) -> Result<Value, Error> {
-    Ok(call_with_retries(
+    Ok(call_with_retries_on(
         retry,
+        (transport, sleeper),
         || Ok(()),
-        async |()| transport.post_json("/chat/completions", body).await,
-        async |d| sleeper.sleep(d).await,
+        move |(t, s), ()| async move {
+            let result = t.post_json("/chat/completions", body).await;
+            ((t, s), result)
+        },
+        pause,
     )
     .await?)
+}
+
+/// Waits out a backoff delay, handing the transport and sleeper back (the
+/// state [`call_with_retries_on`] threads through the attempts, so no
+/// closure lends them out and the call's future stays `Send`).
+async fn pause<'a, T, S: Sleeper>(
+    (t, s): (&'a mut T, &'a mut S),
+    d: Duration,
+) -> ((&'a mut T, &'a mut S), ()) {
+    s.sleep(d).await;
+    ((t, s), ())
 }
 
 /// The three upload endpoints. They share one replay implementation.
@@ -95,11 +110,15 @@ pub(crate) async fn send_upload<T: Transport, S: Sleeper>(
     file: BodySource<'_>,
 ) -> Result<Value, Error> {
     let mut factory = replayable_body(file, retry.can_retry())?;
-    Ok(call_with_retries(
+    Ok(call_with_retries_on(
         retry,
+        (transport, sleeper),
         || factory.next_body(),
-        async |body| transport.post_file(endpoint.path(), fields, body).await,
-        async |d| sleeper.sleep(d).await,
+        move |(t, s), body| async move {
+            let result = t.post_file(endpoint.path(), fields, body).await;
+            ((t, s), result)
+        },
+        pause,
     )
     .await?)
 }

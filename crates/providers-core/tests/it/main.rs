@@ -8,3 +8,4 @@ mod flags;
 mod mcp;
 mod provider;
 mod retry;
+mod spawn;

@@ -3,6 +3,7 @@
 
 mod executor;
 mod model;
+mod spawn;
 
 use std::io::{Cursor, Read, Seek, SeekFrom};
 use std::time::{Duration, Instant};
