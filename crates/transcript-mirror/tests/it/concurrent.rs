@@ -9,6 +9,7 @@ use crate::common::{Env, append, claude_user};
 
 const DB: &str = "TRANSCRIPT_MIRROR_WORKER_DB";
 const ROOT: &str = "TRANSCRIPT_MIRROR_WORKER_ROOT";
+const BATCH: &str = "TRANSCRIPT_MIRROR_WORKER_BATCH";
 
 /// Worker role: two passes over the roots under `ROOT` into `DB`.
 #[test]
@@ -23,7 +24,10 @@ fn worker_mirror_twice() {
     let config = transcript_mirror::MirrorConfig {
         claude_root: Some(root.join("claude")),
         codex_root: Some(root.join("codex")),
-        batch_lines: 64,
+        batch_lines: std::env::var(BATCH)
+            .ok()
+            .and_then(|b| b.parse().ok())
+            .unwrap_or(64),
         ..Default::default()
     };
     let mut mirror = Mirror::new(store, config);
@@ -33,7 +37,9 @@ fn worker_mirror_twice() {
     }
 }
 
-fn spawn(env: &Env) -> std::process::Child {
+/// A worker writing batches of `batch` lines (the two workers use
+/// different sizes, so their batches overlap only in part).
+fn spawn(env: &Env, batch: &str) -> std::process::Child {
     Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "concurrent::worker_mirror_twice",
@@ -43,6 +49,7 @@ fn spawn(env: &Env) -> std::process::Child {
         ])
         .env(DB, env.dir.path().join("state.db"))
         .env(ROOT, env.dir.path())
+        .env(BATCH, batch)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -72,7 +79,7 @@ fn two_processes_mirroring_at_once_add_no_duplicate_rows() {
             }
             append(&env.claude_file(&session), &text);
         }
-        let workers = [spawn(&env), spawn(&env)];
+        let workers = [spawn(&env, "64"), spawn(&env, "37")];
         for w in workers {
             let out = w.wait_with_output().expect("worker");
             assert!(
