@@ -156,7 +156,7 @@ impl TickHook for MirrorHook {
     }
 }
 
-fn mirror_hook(engine: &Engine) -> Result<MirrorHook> {
+fn mirror_hook<S: transcript_mirror::MirrorStore + Send + 'static>(store: S) -> Result<MirrorHook> {
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .context("HOME is not set: --mirror reads ~/.claude/projects and ~/.codex/sessions")?;
@@ -166,10 +166,7 @@ fn mirror_hook(engine: &Engine) -> Result<MirrorHook> {
         codex_root: Some(home.join(".codex/sessions")),
         ..transcript_mirror::MirrorConfig::default()
     };
-    Ok(MirrorHook(transcript_mirror::Mirror::new(
-        Store::new(engine.clone()),
-        config,
-    )))
+    Ok(MirrorHook(transcript_mirror::Mirror::new(store, config)))
 }
 
 fn print_tick(json: bool, r: &TickReport) {
@@ -228,20 +225,18 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
                 hooks.push(outbox_hook(SqliteOutbox::new(store.clone())));
             }
             if args.mirror {
-                hooks.push(Box::new(mirror_hook(store.engine())?));
+                hooks.push(Box::new(mirror_hook(store.clone())?));
             }
             serve(json, &args, lock, store, schedules, hooks, false)
         }
         Backend::Pg(store) => {
             let store = *store;
-            if args.mirror {
-                bail!(
-                    "--mirror needs a SQLite --db: the transcript mirror does not write to PostgreSQL yet"
-                );
-            }
             let lock = PgSchedules::new(store.clone(), scheduler::scheduler_actor()).tick_lock()?;
             if args.outbox {
                 hooks.push(outbox_hook(PgOutbox::new(store.clone())));
+            }
+            if args.mirror {
+                hooks.push(Box::new(mirror_hook(store.clone())?));
             }
             serve(
                 json,

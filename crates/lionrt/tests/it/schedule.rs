@@ -714,3 +714,38 @@ fn a_sigkilled_daemon_on_postgres_restarts_with_no_orphan_and_no_running_session
     );
     assert!(pg.count("SELECT count(*) FROM {s}.schedule_runs WHERE status = 'failed'") >= 1);
 }
+
+#[test]
+fn the_daemon_on_postgres_drives_a_mirror_pass_on_its_tick() {
+    let Some(pg) = PgSchema::new("mirror") else {
+        return;
+    };
+    let home = tempfile::tempdir().expect("home");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/transcript-mirror");
+    std::fs::create_dir_all(home.path().join(".claude")).expect("dir");
+    std::fs::create_dir_all(home.path().join(".codex")).expect("dir");
+    std::os::unix::fs::symlink(
+        fixtures.join("claude"),
+        home.path().join(".claude/projects"),
+    )
+    .expect("link");
+    std::os::unix::fs::symlink(fixtures.join("codex"), home.path().join(".codex/sessions"))
+        .expect("link");
+    let out = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .arg("--db")
+        .arg(&pg.url)
+        .args(["daemon", "--mirror", "--ticks", "1"])
+        .env_remove("LIONRT_DB")
+        .env("LIONRT_PG_SCHEMA", &pg.name)
+        .env("HOME", home.path())
+        .output()
+        .expect("run lionrt daemon");
+    assert!(out.status.success(), "{out:?}");
+    // The pass ran on the hook's thread and the daemon waited for it before
+    // exiting: the fixtures' messages are in PostgreSQL.
+    assert_eq!(pg.count("SELECT count(*) FROM {s}.messages"), 19, "{out:?}");
+    assert_eq!(
+        pg.count("SELECT count(*) FROM {s}.sessions WHERE kind = 'mirrored'"),
+        3
+    );
+}
