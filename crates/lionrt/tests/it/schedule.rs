@@ -749,3 +749,32 @@ fn the_daemon_on_postgres_drives_a_mirror_pass_on_its_tick() {
         3
     );
 }
+
+#[test]
+fn the_daemon_on_postgres_drives_the_outbox_due_scan() {
+    let Some(pg) = PgSchema::new("outbox") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = dir.path().join("delivered");
+    let target_arg = target.to_str().expect("utf-8");
+    let q = pg.run(&[
+        "outbox",
+        "enqueue",
+        target_arg,
+        "--",
+        "/usr/bin/touch",
+        "{payload}",
+    ]);
+    assert!(q.status.success(), "{q:?}");
+    // Without --outbox the tick leaves the row alone.
+    assert!(pg.run(&["daemon", "--ticks", "1"]).status.success());
+    assert!(!target.exists());
+    let d = pg.run(&["daemon", "--outbox", "--ticks", "1"]);
+    assert!(d.status.success(), "{d:?}");
+    assert!(target.exists(), "the tick's scan ran the row's template");
+    assert_eq!(
+        pg.count("SELECT count(*) FROM {s}.dispatch_outbox WHERE status = 'pending'"),
+        0
+    );
+}
