@@ -41,11 +41,14 @@ pub(crate) struct LegCgroup {
     dir: PathBuf,
 }
 
-/// A leg cgroup whose directory exists and into which `pid` is being
+/// A leg cgroup whose directory exists and into which `pid` is to be
 /// moved. Writing `cgroup.procs` is the slow part of containment (the
-/// kernel waits for an RCU grace period, milliseconds), so it runs on a
-/// thread of its own while the spawn goes on (the orphan guard starts, the
-/// spawn record is stored); [`CgroupMove::wait`] waits for it.
+/// kernel waits for an RCU grace period, milliseconds, and holds back every
+/// fork on the machine meanwhile), so [`CgroupMove::begin`] runs it on a
+/// thread of its own while the spawn goes on (the spawn record is stored,
+/// the leg runs); [`CgroupMove::wait`] waits for it. Begin it after any
+/// process this supervisor must fork (the orphan guard): that fork would
+/// otherwise wait for the move.
 ///
 /// The move names `pid`, so the child must stay unreaped until the move
 /// has settled: dropping a `CgroupMove` joins its thread.
@@ -64,9 +67,33 @@ impl CgroupMove {
         &self.dir
     }
 
-    /// Waits for the move; whether the leg is in the cgroup. Cancel-safe:
-    /// a cancelled wait leaves the move to be waited for again.
+    /// Starts the move on its own thread (synchronously if no thread can
+    /// start). Idempotent.
+    pub(crate) fn begin(&mut self) {
+        if self.outcome.is_some() || self.moved.is_some() {
+            return;
+        }
+        let (tell, outcome) = tokio::sync::oneshot::channel();
+        let (target, pid) = (self.dir.clone(), self.pid);
+        let spawned = std::thread::Builder::new()
+            .name("cli-supervisor-cgroup-move".to_owned())
+            .spawn(move || {
+                let _ = tell.send(move_into(&target, pid));
+            });
+        match spawned {
+            Ok(thread) => {
+                self.thread = Some(thread);
+                self.outcome = Some(outcome);
+            }
+            Err(_) => self.moved = Some(move_into(&self.dir, self.pid)),
+        }
+    }
+
+    /// Waits for the move (beginning it if need be); whether the leg is in
+    /// the cgroup. Cancel-safe: a cancelled wait leaves the move to be
+    /// waited for again.
     pub(crate) async fn wait(&mut self) -> bool {
+        self.begin();
         if let Some(outcome) = self.outcome.as_mut() {
             let moved = outcome.await.unwrap_or(false);
             self.outcome = None;
@@ -78,6 +105,7 @@ impl CgroupMove {
 
     /// [`CgroupMove::wait`] for a synchronous caller (the Drop backstop).
     pub(crate) fn wait_blocking(&mut self) -> bool {
+        self.begin();
         self.join();
         if let Some(mut outcome) = self.outcome.take() {
             self.moved = Some(outcome.try_recv().unwrap_or(false));
@@ -128,9 +156,9 @@ fn move_into(dir: &Path, pid: i32) -> bool {
 }
 
 impl LegCgroup {
-    /// Creates a cgroup for the unreaped child `pid` and starts moving it
-    /// there; `None` (with nothing left behind) where cgroup v2 is missing
-    /// or read-only. A cgroup without `cgroup.kill`, or a move the kernel
+    /// Creates a cgroup for the unreaped child `pid`, to move it there with
+    /// [`CgroupMove::begin`]; `None` (with nothing left behind) where cgroup
+    /// v2 is missing or read-only. A cgroup without `cgroup.kill`, or a move the kernel
     /// refuses, comes out of [`CgroupMove::wait`] as `None`.
     ///
     /// The move starts right after spawn, so a descendant the child forks
@@ -161,27 +189,11 @@ impl LegCgroup {
             return None;
         }
         sweep_stale_in_background(parent);
-        let (tell, outcome) = tokio::sync::oneshot::channel();
-        let target = dir.clone();
-        let spawned = std::thread::Builder::new()
-            .name("cli-supervisor-cgroup-move".to_owned())
-            .spawn(move || {
-                let _ = tell.send(move_into(&target, pid));
-            });
-        let (thread, outcome) = match spawned {
-            Ok(thread) => (Some(thread), outcome),
-            Err(_) => {
-                // No thread: move here, synchronously.
-                let (tell, outcome) = tokio::sync::oneshot::channel();
-                let _ = tell.send(move_into(&dir, pid));
-                (None, outcome)
-            }
-        };
         Some(CgroupMove {
             dir,
             pid,
-            thread,
-            outcome: Some(outcome),
+            thread: None,
+            outcome: None,
             moved: None,
         })
     }

@@ -170,12 +170,16 @@ impl Leg {
         // Observed first: a quick leg may be gone by the time the cgroup is
         // made, and then nothing could be established about it.
         let record = observe_spawned(&ProcTable, pid);
-        // The move into a cgroup runs while the orphan guard starts and the
-        // spawn record is stored; it settles before this function returns.
-        let cgroup_move = LegCgroup::start(&spec.containment, pid);
+        // The move into a cgroup runs while the spawn record is stored; it
+        // settles before this function returns. It begins after the orphan
+        // guard's fork, which it would hold back.
+        let mut cgroup_move = LegCgroup::start(&spec.containment, pid);
         let sentinel = spec.orphan_guard.and_then(|grace| {
             Sentinel::start(pid, grace, cgroup_move.as_ref().map(CgroupMove::path))
         });
+        if let Some(moving) = cgroup_move.as_mut() {
+            moving.begin();
+        }
         let watchdogs = spec.effective_watchdogs();
         if let Some(stdout) = &child.stdout {
             widen_pipe(stdout);
