@@ -577,3 +577,46 @@ fn native_loading_and_cli_forwarding_pick_the_same_file() {
     }
     assert!(seen.contains(&Picked::Nothing) && seen.contains(&Picked::ConfigError));
 }
+
+#[test]
+fn a_forwarded_server_with_secrets_reaches_claude_by_an_owner_only_file_never_argv() {
+    let s = setup("secret");
+    let secret = "s3cret-forwarded-token";
+    let servers = json!({"mcpServers": {
+        "benign": {"command": fixture(BENIGN), "args": ["benign", &s.tag], "env": {"API_TOKEN": secret}},
+    }});
+    std::fs::write(&s.config, servers.to_string()).expect("write config");
+    // The stand-in also copies the file --mcp-config names, while it exists.
+    let argv_file = s.bin.join("claude.argv");
+    let copy = s.bin.join("claude.mcp.json");
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\0' \"$@\" > '{}'\nwhile [ \"$#\" -gt 0 ]; do if [ \"$1\" = --mcp-config ]; then cp \"$2\" '{}'; fi; shift; done\ncat '{}'\n",
+        argv_file.display(),
+        copy.display(),
+        stream_fixture("claude_stream_json_success.jsonl").display()
+    );
+    std::fs::create_dir_all(&s.bin).expect("mkdir");
+    let path = s.bin.join("claude");
+    std::fs::write(&path, script).expect("write stand-in");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let out = run_with(&s, "claude", "fs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let argv = read_argv(&argv_file).expect("the stand-in ran");
+    assert!(!argv.iter().any(|a| a.contains(secret)), "{argv:?}");
+    let file = PathBuf::from(flag_values(&argv, "--mcp-config")[0]);
+    assert!(file.ends_with("lionrt-mcp.json"), "{argv:?}");
+    let given: Value =
+        serde_json::from_str(&std::fs::read_to_string(&copy).expect("copied")).expect("json");
+    assert_eq!(given["mcpServers"]["benign"]["env"]["API_TOKEN"], secret);
+    assert!(
+        !file.exists() && file.parent().is_some_and(|d| !d.exists()),
+        "the file and its directory are gone after the run"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(secret));
+    let rows = messages(&s.db, "fs");
+    assert_eq!(rows[0].1, "mcp_admission");
+    assert!(!rows.iter().any(|r| r.2.to_string().contains(secret)));
+}
