@@ -5,7 +5,8 @@
 //! they see the same load; the ratio tick/floor is what to read (printed
 //! per sample on stderr). On SQLite always; on PostgreSQL too when
 //! `LIONRT_TEST_PG` names a server (the tick runs inside the runtime as the
-//! daemon's does, so its queries go through the store's helper thread).
+//! daemon's does, so its queries go through the store's helper thread; a
+//! second group runs it on a plain thread, the queries inline).
 #![allow(clippy::print_stderr, reason = "the bench prints its ratio")]
 
 use std::sync::Arc;
@@ -146,13 +147,23 @@ fn postgres(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     ));
     let mut floor_conn = engine.conn().expect("conn");
     let floor_sql = format!("{DUE_SQL} $1 ORDER BY next_fire_at, id");
+    let mut sched = start(schedules, launcher);
     {
         let _guard = rt.enter();
-        let mut sched = start(schedules, launcher);
         measure(c, "tick_1000_schedules_postgres", &mut sched, || {
             floor_conn.query(&floor_sql, &[&NOW]).expect("query").len()
         });
     }
+    // The same tick on a plain thread (no runtime entered: nothing is due,
+    // so nothing is spawned): the store's calls run inline, which shows
+    // what the helper thread costs.
+    measure(
+        c,
+        "tick_1000_schedules_postgres_plain_thread",
+        &mut sched,
+        || floor_conn.query(&floor_sql, &[&NOW]).expect("query").len(),
+    );
+    drop(sched);
     drop(floor_conn);
     if let Ok(mut client) = postgres::Client::connect(&url, postgres::NoTls) {
         let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
