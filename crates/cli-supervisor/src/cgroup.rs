@@ -89,6 +89,16 @@ impl CgroupMove {
         }
     }
 
+    /// Gives the move up before it began: the leg has already exited, and
+    /// moving its remains would only wait for the kernel. Descendants it
+    /// forked stay where they are either way (a move takes one process),
+    /// in the leg's process group. No effect once the move has begun.
+    pub(crate) fn skip(&mut self) {
+        if self.outcome.is_none() && self.moved.is_none() {
+            self.moved = Some(false);
+        }
+    }
+
     /// Waits for the move (beginning it if need be); whether the leg is in
     /// the cgroup. Cancel-safe: a cancelled wait leaves the move to be
     /// waited for again.

@@ -178,7 +178,11 @@ impl Leg {
             Sentinel::start(pid, grace, cgroup_move.as_ref().map(CgroupMove::path))
         });
         if let Some(moving) = cgroup_move.as_mut() {
-            moving.begin();
+            if pidfd.as_ref().is_some_and(PidFd::exited) {
+                moving.skip();
+            } else {
+                moving.begin();
+            }
         }
         let watchdogs = spec.effective_watchdogs();
         if let Some(stdout) = &child.stdout {
