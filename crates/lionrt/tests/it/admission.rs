@@ -111,3 +111,57 @@ fn odd_records_get_error_records_and_the_rest_are_judged() {
     let notes = &sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"];
     assert_eq!(notes.as_array().map(Vec::len), Some(2));
 }
+
+/// Records are judged on worker threads; the output is the single-threaded
+/// one, in input order, in every format, whatever the number of threads
+/// and however the records are spread over batches (many small records,
+/// a few large ones, odd ones between).
+#[test]
+fn judging_threads_keep_the_output_in_input_order() {
+    let big_props: String = (0..3_000)
+        .map(|i| format!(r#""k{i}": {{"type": "integer"}}"#))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut input = String::new();
+    for i in 0..3_000 {
+        let line = match i % 7 {
+            0 => format!(
+                r#"{{"id": {i}, "name": "bash", "inputSchema": {{"type": "object", "properties": {{"cmd": {{"type": "string"}}}}}}}}"#
+            ),
+            1 => format!(r#"{{"id": {i}, "name": 5}}"#),
+            2 => "not json".to_owned(),
+            3 if i % 500 == 3 => format!(
+                r#"{{"id": {i}, "name": "wide", "inputSchema": {{"type": "object", "properties": {{{big_props}}}}}}}"#
+            ),
+            _ => format!(
+                r#"{{"id": {i}, "name": "search", "inputSchema": {{"type": "object", "properties": {{"q": {{"type": "string"}}}}}}}}"#
+            ),
+        };
+        input.push_str(&line);
+        input.push('\n');
+    }
+    for format in ["jsonl", "table", "sarif"] {
+        let serial = check(&["-", "--format", format, "--jobs", "1"], &input);
+        assert_eq!(serial.status.code(), Some(2), "{format}");
+        for jobs in ["2", "3", "0"] {
+            let parallel = check(&["-", "--format", format, "--jobs", jobs], &input);
+            assert_eq!(parallel.status.code(), Some(2), "{format} --jobs {jobs}");
+            assert!(
+                parallel.stdout == serial.stdout,
+                "{format} --jobs {jobs}: output differs from --jobs 1"
+            );
+        }
+    }
+    let out = check(&["-", "--format", "jsonl", "--jobs", "3"], &input);
+    let ids: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("jsonl")["id"].clone())
+        .collect();
+    assert_eq!(ids.len(), 3_000);
+    // "not json" has no id; every other record echoes its own, in order.
+    for (i, id) in ids.iter().enumerate() {
+        if i % 7 != 2 {
+            assert_eq!(id, &serde_json::json!(i), "record {i}");
+        }
+    }
+}
