@@ -4,6 +4,8 @@
 //! (prompts, thinking, tool calls, multi-KB tool results, progress and
 //! system lines). Run: `cargo bench -p transcript-mirror --bench mirror_throughput`;
 //! the ratio mirror/floor is printed at the end (target: at least 0.5).
+//! With `LIONRT_TEST_PG` set, the same is measured into a fresh schema of
+//! that PostgreSQL server and printed as a second ratio.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -149,6 +151,29 @@ fn config() -> MirrorConfig {
     c
 }
 
+/// The same mirror into a fresh schema of the PostgreSQL server named by
+/// `LIONRT_TEST_PG` (the schema is dropped after the round).
+fn pg_mirror_once(url: &str, dir: &Path, path: &Path, round: u64) -> Duration {
+    let schema = format!("bench_mirror_{}_{round}", std::process::id());
+    let engine = state_postgres::PgEngine::open(
+        &state_postgres::PgConfig::new(url).with_schema(schema.clone()),
+    )
+    .expect("postgres engine");
+    let mut mirror = Mirror::new(state_postgres::PgStore::new(engine), config());
+    mirror
+        .mirror_file(Source::Claude, &dir.join("warm.jsonl"))
+        .expect("warm-up");
+    let start = Instant::now();
+    let r = mirror.mirror_file(Source::Claude, path).expect("mirror");
+    let elapsed = start.elapsed();
+    assert_eq!(r.stats.lines, LINES as u64);
+    drop(mirror);
+    let mut c = postgres::Client::connect(url, postgres::NoTls).expect("connect");
+    c.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .expect("drop schema");
+    elapsed
+}
+
 fn floor_once(lines: &[Vec<u8>]) -> Duration {
     let start = Instant::now();
     for l in lines {
@@ -205,6 +230,32 @@ fn bench(c: &mut Criterion) {
             LINES as f64 / f,
             f / m
         );
+    }
+    // PostgreSQL (when a server is named): the same transcript into a
+    // fresh schema, interleaved with the floor.
+    if let Ok(url) = std::env::var("LIONRT_TEST_PG") {
+        let mut pg: Vec<Duration> = Vec::new();
+        let mut pg_floor: Vec<Duration> = Vec::new();
+        for _ in 0..15 {
+            round += 1;
+            pg.push(pg_mirror_once(&url, dir.path(), &path, round));
+            pg_floor.push(floor_once(&lines));
+        }
+        pg.sort();
+        pg_floor.sort();
+        let (p, pf) = (pg[7].as_secs_f64(), pg_floor[7].as_secs_f64());
+        #[allow(
+            clippy::print_stderr,
+            reason = "the bench reports its ratio to the operator"
+        )]
+        {
+            eprintln!(
+                "mirror_throughput (postgres): mirror {:.0} lines/s, serde_json floor {:.0} lines/s, ratio {:.2}",
+                LINES as f64 / p,
+                LINES as f64 / pf,
+                pf / p
+            );
+        }
     }
 }
 
