@@ -12,10 +12,66 @@ use r2d2_postgres::PostgresConnectionManager;
 
 use crate::error::{PgStoreError, connect_error};
 use crate::migrate::{check_schema, migrate};
+use crate::offload::drop_off_runtime;
 use crate::url::DbUrl;
 
-/// A pooled connection.
-pub type PgConn = PooledConnection<PostgresConnectionManager<NoTls>>;
+type Manager = PostgresConnectionManager<NoTls>;
+
+/// A pooled connection (a [`Client`] through `Deref`), back to the pool
+/// when dropped. Safe to drop inside a tokio runtime: a broken connection
+/// is closed off the runtime's thread, and should it hold the pool's last
+/// handle, so is the pool.
+pub struct PgConn {
+    conn: PooledConnection<Manager>,
+    // Dropped after `conn`: the pool's last handle is always this one.
+    _closer: Arc<Closer>,
+}
+
+impl std::fmt::Debug for PgConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConn").finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for PgConn {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for PgConn {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.conn
+    }
+}
+
+/// Holds one handle on the pool and, when the last engine or connection
+/// lets go of it, drops that handle (then the pool's last, closing its
+/// idle connections) off any tokio runtime's thread.
+struct Closer {
+    pool: Option<Pool<Manager>>,
+}
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            drop_off_runtime("pool", pool);
+        }
+    }
+}
+
+/// Closes each connection the pool lets go of (broken, expired, failed
+/// its check) off any tokio runtime's thread.
+#[derive(Debug)]
+struct CloseOffRuntime;
+
+impl r2d2::CustomizeConnection<Client, postgres::Error> for CloseOffRuntime {
+    fn on_release(&self, conn: Client) {
+        drop_off_runtime("connection", conn);
+    }
+}
 
 /// How to open an engine.
 #[derive(Debug, Clone)]
@@ -79,10 +135,13 @@ pub(crate) fn identifier(what: &'static str, name: &str) -> Result<(), PgStoreEr
 /// in one round trip.
 pub(crate) type ColumnTypes = HashMap<(String, String), Type>;
 
-/// A pool onto one schema. Cheap to clone.
+/// A pool onto one schema. Cheap to clone. Safe to drop inside a tokio
+/// runtime: the last handle's pool (and its connections) is closed on a
+/// plain thread, as the driver would panic closing them there.
 #[derive(Clone)]
 pub struct PgEngine {
-    pool: Pool<PostgresConnectionManager<NoTls>>,
+    pool: Pool<Manager>,
+    closer: Arc<Closer>,
     config: postgres::Config,
     url: DbUrl,
     schema: String,
@@ -159,10 +218,15 @@ impl PgEngine {
             .max_size(cfg.pool_size)
             .min_idle(Some(0))
             .connection_timeout(cfg.connect_timeout)
+            .connection_customizer(Box::new(CloseOffRuntime))
             .build(PostgresConnectionManager::new(config.clone(), NoTls))?;
         tracing::debug!(url = %cfg.url, schema = %cfg.schema, read_only, "postgres engine open");
+        let closer = Arc::new(Closer {
+            pool: Some(pool.clone()),
+        });
         Ok(PgEngine {
             pool,
+            closer,
             config,
             url: cfg.url.clone(),
             schema: cfg.schema.clone(),
@@ -173,7 +237,10 @@ impl PgEngine {
 
     /// A pooled connection.
     pub fn conn(&self) -> Result<PgConn, PgStoreError> {
-        Ok(self.pool.get()?)
+        Ok(PgConn {
+            conn: self.pool.get()?,
+            _closer: Arc::clone(&self.closer),
+        })
     }
 
     /// A connection of its own, outside the pool (listeners, advisory

@@ -63,6 +63,7 @@ mod error;
 mod lock;
 mod migrate;
 mod mirror;
+mod offload;
 mod outbox;
 mod reader;
 mod recorder;

@@ -1,18 +1,18 @@
 //! [`TickLock`]: the session-level advisory lock that keeps one ticking
 //! daemon per schema, whatever the number of hosts.
 
-use postgres::Client;
-
 use crate::engine::PgEngine;
 use crate::error::PgStoreError;
 use crate::migrate::lock_key;
+use crate::offload::{OwnClient, in_runtime};
 
 /// A held advisory lock. It lives on a connection of its own: PostgreSQL
 /// releases it when that session ends, so a daemon that dies (even by
 /// SIGKILL, or with its host) frees it for the next one without any lease.
-/// Dropping the value releases it at once.
+/// Dropping the value releases it at once (inside a tokio runtime, by
+/// closing its session off the runtime's thread).
 pub struct TickLock {
-    client: Client,
+    client: OwnClient,
     key: i64,
     name: String,
 }
@@ -37,7 +37,7 @@ impl TickLock {
             .query_one("SELECT pg_try_advisory_lock($1)", &[&key])?
             .try_get(0)?;
         Ok(got.then(|| TickLock {
-            client,
+            client: OwnClient::new(client),
             key,
             name: name.to_owned(),
         }))
@@ -71,6 +71,11 @@ impl TickLock {
 
 impl Drop for TickLock {
     fn drop(&mut self) {
+        if in_runtime() {
+            // The driver may not block here: closing the session (as the
+            // client field's drop does, off this thread) releases it.
+            return;
+        }
         if let Err(e) = self
             .client
             .execute("SELECT pg_advisory_unlock($1)", &[&self.key])

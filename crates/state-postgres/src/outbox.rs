@@ -18,11 +18,12 @@ use outbox::{
 };
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::Type;
-use postgres::{Client, GenericClient, Row, Transaction};
+use postgres::{GenericClient, Row, Transaction};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::error::PgStoreError;
+use crate::offload::OwnClient;
 use crate::service::{Lock, PgStore, Step, admin_event};
 use crate::sql::Sql;
 use crate::time::{next_version, now_micros};
@@ -128,7 +129,9 @@ impl PgOutbox {
     pub fn listener(&self) -> Result<DueListener, PgStoreError> {
         let mut client = self.store.engine().connect_direct()?;
         client.batch_execute(&format!("LISTEN {}", self.channel))?;
-        Ok(DueListener { client })
+        Ok(DueListener {
+            client: OwnClient::new(client),
+        })
     }
 }
 
@@ -145,9 +148,10 @@ fn next_due_at(client: &mut impl GenericClient) -> Result<Option<i64>, PgStoreEr
 
 /// Waits for outbox rows to become due: woken by the `NOTIFY` an enqueue or
 /// a reschedule sends (on commit), and by the clock reaching the earliest
-/// stored due instant. Holds one connection that `LISTEN`s.
+/// stored due instant. Holds one connection that `LISTEN`s (safe to drop
+/// inside a tokio runtime: it is closed off the runtime's thread).
 pub struct DueListener {
-    client: Client,
+    client: OwnClient,
 }
 
 impl std::fmt::Debug for DueListener {
@@ -165,7 +169,7 @@ impl DueListener {
             // Drain what arrived: the query below sees every commit that
             // notified before it.
             while self.client.notifications().iter().next()?.is_some() {}
-            let next = next_due_at(&mut self.client)?;
+            let next = next_due_at(&mut *self.client)?;
             let now = now_micros();
             if next.is_some_and(|n| n <= now) {
                 return Ok(true);

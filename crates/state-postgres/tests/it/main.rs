@@ -9,4 +9,5 @@ mod engine;
 mod listen;
 mod race;
 mod reader;
+mod runtime_drop;
 mod service;
