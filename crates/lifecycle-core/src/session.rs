@@ -100,8 +100,10 @@ impl SessionEnd {
 }
 
 /// The process supervising a session: its pid, its kernel start time (clock
-/// ticks since boot) and the boot it started in. Together they name one
-/// process; a pid alone is recyclable.
+/// ticks since boot), the boot it started in and the host it runs on.
+/// Together they name one process; a pid alone is recyclable, and a pid,
+/// start time or boot id means something only on the host that recorded it
+/// (a store may be shared by several hosts).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OwnerRecord {
     /// The owner's pid.
@@ -111,6 +113,11 @@ pub struct OwnerRecord {
     pub start_time: Option<i64>,
     /// The kernel boot id it started under (`/proc/sys/kernel/random/boot_id`).
     pub boot_id: Option<String>,
+    /// The identity of the host it runs on (stable across reboots), or
+    /// `None` for a record older than the host column or a host whose
+    /// identity could not be read.
+    #[serde(default)]
+    pub host_id: Option<String>,
 }
 
 /// A leg's spawn record as stored: pid, group and start time.
@@ -148,6 +155,7 @@ pub const SESSION_COLUMNS: &[&str] = &[
     columns::OWNER_PID,
     columns::OWNER_START_TIME,
     columns::OWNER_BOOT_ID,
+    columns::OWNER_HOST_ID,
     columns::LEG_PID,
     columns::LEG_PGID,
     columns::LEG_CREATE_TIME,
@@ -161,6 +169,8 @@ pub mod columns {
     pub const OWNER_START_TIME: &str = "owner_start_time";
     /// The owner's boot id.
     pub const OWNER_BOOT_ID: &str = "owner_boot_id";
+    /// The owner's host identity.
+    pub const OWNER_HOST_ID: &str = "owner_host_id";
     /// The leg leader's pid.
     pub const LEG_PID: &str = "leg_pid";
     /// The leg's process group.
@@ -198,6 +208,11 @@ impl SessionSnapshot {
                 .get(columns::OWNER_BOOT_ID)
                 .and_then(Value::as_str)
                 .map(str::to_owned),
+            host_id: self
+                .columns
+                .get(columns::OWNER_HOST_ID)
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         })
     }
 
@@ -226,6 +241,10 @@ pub fn owner_columns(owner: &OwnerRecord) -> BTreeMap<String, Value> {
     out.insert(
         columns::OWNER_BOOT_ID.to_owned(),
         owner.boot_id.clone().map_or(Value::Null, Value::from),
+    );
+    out.insert(
+        columns::OWNER_HOST_ID.to_owned(),
+        owner.host_id.clone().map_or(Value::Null, Value::from),
     );
     out
 }
@@ -297,4 +316,13 @@ pub trait SessionRecorder: LifecycleStore {
         prefix: &str,
         limit: usize,
     ) -> Result<Vec<String>, Self::Error>;
+
+    /// Whether sessions of several hosts may live in this store (a server
+    /// database). A sweep then never judges a session whose owner's host is
+    /// unknown by a boot id or pid it cannot check. Defaults to `true`,
+    /// the safe answer; a store that only one host can open (a local file)
+    /// says `false`.
+    fn shared_by_hosts(&self) -> bool {
+        true
+    }
 }

@@ -74,6 +74,14 @@ pub enum Error {
         /// Its status.
         status: String,
     },
+    /// The session's owner runs on another host: it is ended there.
+    #[error("session {id} is owned by another host ({host}); end it there")]
+    OtherHost {
+        /// Session id.
+        id: String,
+        /// The owner's recorded host identity.
+        host: String,
+    },
     /// The session has no spawn record yet (its leg has not been spawned).
     #[error("session {id} has no leg recorded yet; try again in a moment")]
     NoLegYet {

@@ -1,7 +1,7 @@
 //! The main job as a library: one run of an agent leg, recorded.
 //!
 //! [`run`] records the session start (with its owner: this process's pid,
-//! start time and boot id) through the [`SessionRecorder`] seam, builds the
+//! start time, boot id and host) through the [`SessionRecorder`] seam, builds the
 //! provider's invocation, supervises the leg under `cli-supervisor` (own
 //! process group, parent-death signal, orphan guard, watchdogs), records the
 //! spawn record before any output is read and every stream event as a
@@ -14,7 +14,8 @@
 //!
 //! [`sweep_orphans`] ends sessions whose owner is provably gone (status
 //! `failed`, reason `session.orphaned.no_process`), signalling their leg's
-//! group only under the evidence rule; [`kill_session`] ends a live leg
+//! group only under the evidence rule, and judges only sessions owned by
+//! this host ([`host_id`]): a store may be shared by several hosts; [`kill_session`] ends a live leg
 //! from another process through its spawn record and records `cancelled`.
 //!
 //! See the README (run as a doctest) for an example.
@@ -34,9 +35,9 @@ pub use run::{
     SandboxNote, event_role, run,
 };
 pub use sweep::{
-    GoneBecause, KillReport, ORPHAN_REASON, ORPHAN_STATUS, OwnerState, Processes, SweepReport,
-    SweptSession, boot_id, current_owner, kill_session, owner_state, resolve_session,
-    sweep_orphans,
+    GoneBecause, Here, KillReport, ORPHAN_REASON, ORPHAN_STATUS, OwnerState, Processes,
+    SweepReport, SweptSession, boot_id, current_owner, host_id, kill_session, owner_state,
+    resolve_session, sweep_orphans,
 };
 
 #[cfg(doctest)]

@@ -7,6 +7,17 @@
 //! An owner with no recorded start time can never be proven gone, and an
 //! owner that is alive is never touched.
 //!
+//! A pid, a start time and a boot id mean something only on the host that
+//! recorded them, and a store may be shared by several hosts (PostgreSQL).
+//! So the owner also records its host's identity ([`host_id`]: the machine
+//! id and the hostname), and only a session owned by *this* host is judged:
+//! one owned by another host is left alone ([`OwnerState::OtherHost`]). A
+//! row from before the host was recorded is judged as before on a store
+//! only this host opens (a SQLite file); on a store shared by hosts it is
+//! judged only when its boot id is this boot's (the same kernel), and left
+//! alone otherwise ([`OwnerState::HostUnknown`]): a differing boot id there
+//! may be another host's live session, not a reboot.
+//!
 //! Signals follow the evidence rule for a consumer that did not spawn the
 //! leg (SUP-006): the group of a spawn record is signalled only when a live
 //! read of the leader's pid gives the recorded `create_time` back; a
@@ -40,13 +51,65 @@ pub fn boot_id() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// This process as a session owner: pid, start time and boot id.
+/// This host's identity, stable across its reboots, or `None` where none
+/// can be read: `<machine id>:<hostname>`, or the hostname alone where no
+/// machine id is readable (`/etc/machine-id`, then
+/// `/var/lib/dbus/machine-id`).
+///
+/// The hostname is part of it because containers often share the machine
+/// id of the host they run on (a bind mount, or one baked into an image)
+/// while each has its own hostname and its own pids: with the machine id
+/// alone, one container would judge another's sessions by pids it cannot
+/// see. Containers sharing both (host UTS namespace and machine id) count
+/// as one host; give each its own hostname.
+pub fn host_id() -> Option<String> {
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    let machine = read("/etc/machine-id").or_else(|| read("/var/lib/dbus/machine-id"));
+    let hostname = read("/proc/sys/kernel/hostname");
+    match (machine, hostname) {
+        (Some(m), Some(h)) => Some(format!("{m}:{h}")),
+        (Some(m), None) => Some(m),
+        (None, h) => h,
+    }
+}
+
+/// This process as a session owner: pid, start time, boot id and host.
 pub fn current_owner(table: &dyn ProcessTable) -> OwnerRecord {
     let pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
     OwnerRecord {
         pid: i64::from(pid),
         start_time: table.start_time(pid).and_then(|t| i64::try_from(t).ok()),
         boot_id: boot_id(),
+        host_id: host_id(),
+    }
+}
+
+/// Where a judgement is made: this boot, this host, and whether the store
+/// is shared by several hosts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Here {
+    /// This boot's id ([`boot_id`]).
+    pub boot_id: Option<String>,
+    /// This host's identity ([`host_id`]).
+    pub host_id: Option<String>,
+    /// Whether other hosts record sessions in the same store
+    /// ([`SessionRecorder::shared_by_hosts`]).
+    pub shared_store: bool,
+}
+
+impl Here {
+    /// This boot and host, for a store shared by hosts or not.
+    pub fn detect(shared_store: bool) -> Self {
+        Self {
+            boot_id: boot_id(),
+            host_id: host_id(),
+            shared_store,
+        }
     }
 }
 
@@ -60,6 +123,14 @@ pub enum OwnerState {
     Gone(GoneBecause),
     /// Nothing can be proven (no owner recorded, or no start time).
     Unknown,
+    /// The owner runs on another host: its pid, start time and boot id
+    /// cannot be checked from here, so it is never judged here.
+    OtherHost,
+    /// Whose host the owner runs on is not known (a row from before the
+    /// host was recorded, on a store shared by hosts, from another boot or
+    /// none recorded; or this host's own identity cannot be read): left
+    /// alone.
+    HostUnknown,
 }
 
 /// How an owner is known to be gone.
@@ -74,15 +145,36 @@ pub enum GoneBecause {
     PidReused,
 }
 
-/// Judges a recorded owner against the live process table.
+/// Judges a recorded owner against the live process table, from `here`.
+/// Only an owner of this host is judged by its boot id and pid: see the
+/// module docs for rows that name another host or none.
 pub fn owner_state(
     owner: Option<&OwnerRecord>,
     table: &dyn ProcessTable,
-    this_boot: Option<&str>,
+    here: &Here,
 ) -> OwnerState {
     let Some(owner) = owner else {
         return OwnerState::Unknown;
     };
+    let this_boot = here.boot_id.as_deref();
+    match (owner.host_id.as_deref(), here.host_id.as_deref()) {
+        (Some(recorded), Some(mine)) if recorded != mine => return OwnerState::OtherHost,
+        (Some(_), Some(_)) => {}
+        // A host is recorded but this one cannot name itself: nothing
+        // shows the owner is ours.
+        (Some(_), None) => return OwnerState::HostUnknown,
+        // A row from before the host column: on a shared store only the
+        // same kernel (the same boot id) shows it is ours.
+        (None, _) => {
+            let same_kernel = matches!(
+                (owner.boot_id.as_deref(), this_boot),
+                (Some(recorded), Some(now)) if recorded == now
+            );
+            if here.shared_store && !same_kernel {
+                return OwnerState::HostUnknown;
+            }
+        }
+    }
     if let (Some(recorded), Some(now)) = (owner.boot_id.as_deref(), this_boot)
         && recorded != now
     {
@@ -168,20 +260,22 @@ fn describe(outcome: &SignalOutcome) -> String {
 /// gets SIGKILL under the evidence rule, then the session moves to
 /// `failed` with [`ORPHAN_REASON`] through the guarded transition (expected
 /// status and version as read, so a session that moved on is left as it
-/// is). With `dry_run` nothing is signalled or written.
+/// is). With `dry_run` nothing is signalled or written. A session owned by
+/// another host, or by an unknown host on a store shared by hosts, is
+/// never signalled nor ended: it is reported in `left_alone`.
 pub fn sweep_orphans<R: SessionRecorder>(
     recorder: &R,
     procs: &Processes<'_>,
     actor: &Actor,
     dry_run: bool,
 ) -> Result<SweepReport, Error> {
-    let this_boot = boot_id();
+    let here = Here::detect(recorder.shared_by_hosts());
     let mut report = SweepReport::default();
     for session in recorder
         .open_sessions()
         .map_err(Error::store("listing open sessions"))?
     {
-        let state = owner_state(session.owner().as_ref(), procs.table, this_boot.as_deref());
+        let state = owner_state(session.owner().as_ref(), procs.table, &here);
         if !matches!(state, OwnerState::Gone(_)) {
             report.left_alone.push((session.id.clone(), state));
             continue;
@@ -287,6 +381,10 @@ pub struct KillReport {
 /// gets SIGTERM, up to `grace` to leave, and SIGKILL, each only while a live
 /// read of the leader gives the recorded start time back. The owner, still
 /// alive, ends whatever is left of the group under its own evidence.
+///
+/// A session owned by another host is refused ([`Error::OtherHost`]): its
+/// leg's pid names nothing here, and ending the record would leave the leg
+/// running there.
 pub fn kill_session<R: SessionRecorder>(
     recorder: &R,
     procs: &Processes<'_>,
@@ -312,9 +410,20 @@ pub fn kill_session<R: SessionRecorder>(
             status: session.status,
         });
     }
-    let this_boot = boot_id();
-    let owner = owner_state(session.owner().as_ref(), procs.table, this_boot.as_deref());
-    let same_boot = owner != OwnerState::Gone(GoneBecause::Rebooted);
+    let here = Here::detect(recorder.shared_by_hosts());
+    let owner = owner_state(session.owner().as_ref(), procs.table, &here);
+    if owner == OwnerState::OtherHost {
+        return Err(Error::OtherHost {
+            id,
+            host: session.owner().and_then(|o| o.host_id).unwrap_or_default(),
+        });
+    }
+    // A record from another boot, or from a host not known to be this one,
+    // names no process here: nothing is signalled for it.
+    let same_boot = !matches!(
+        owner,
+        OwnerState::Gone(GoneBecause::Rebooted) | OwnerState::HostUnknown
+    );
     let record = session.leg().and_then(|l| spawned(&l, same_boot));
     if record.is_none() && owner == OwnerState::Alive {
         return Err(Error::NoLegYet { id });

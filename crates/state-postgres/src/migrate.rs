@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "transcript_mirror",
         sql: include_str!("../migrations/0004_transcript_mirror.sql"),
     },
+    Migration {
+        version: 5,
+        name: "session_owner_host",
+        sql: include_str!("../migrations/0005_session_owner_host.sql"),
+    },
 ];
 
 impl Migration {

@@ -138,6 +138,10 @@ impl PgStore {
                 col::OWNER_BOOT_ID,
                 owner.and_then(|o| o.boot_id.clone()).map(Value::from),
             ),
+            (
+                col::OWNER_HOST_ID,
+                owner.and_then(|o| o.host_id.clone()).map(Value::from),
+            ),
         ]
         .into_iter()
         .filter_map(|(c, v)| v.map(|v| (c, v)))
@@ -352,5 +356,10 @@ impl SessionRecorder for PgStore {
         limit: usize,
     ) -> Result<Vec<String>, PgStoreError> {
         PgStore::session_ids_with_prefix(self, prefix, limit)
+    }
+
+    /// A server database: every host pointed at it records sessions here.
+    fn shared_by_hosts(&self) -> bool {
+        true
     }
 }

@@ -130,6 +130,10 @@ impl Store {
                         col::OWNER_BOOT_ID,
                         opt_text(&start.owner.as_ref().and_then(|o| o.boot_id.clone())),
                     ),
+                    (
+                        col::OWNER_HOST_ID,
+                        opt_text(&start.owner.as_ref().and_then(|o| o.host_id.clone())),
+                    ),
                 ];
                 let given: Vec<(&str, SqlValue)> = cols
                     .into_iter()

@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "schedules",
         sql: include_str!("../migrations/0006_schedules.sql"),
     },
+    Migration {
+        version: 8,
+        name: "session_owner_host",
+        sql: include_str!("../migrations/0008_session_owner_host.sql"),
+    },
 ];
 
 impl Migration {

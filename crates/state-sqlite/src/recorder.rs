@@ -139,4 +139,9 @@ impl SessionRecorder for Store {
     ) -> Result<Vec<String>, StoreError> {
         Store::session_ids_with_prefix(self, prefix, limit)
     }
+
+    /// A local file: only this host's processes record sessions in it.
+    fn shared_by_hosts(&self) -> bool {
+        false
+    }
 }

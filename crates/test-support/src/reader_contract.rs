@@ -26,6 +26,7 @@ fn start<S: SessionRecorder>(store: &S, id: &str, invocation: Option<&str>) {
             pid: 77,
             start_time: Some(1),
             boot_id: None,
+            host_id: None,
         }),
         ..SessionStart::new(id, "run.started.ok")
     };

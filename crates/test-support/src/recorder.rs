@@ -62,7 +62,7 @@ impl SessionRecorder for MemoryStore {
             );
             if outcome.result == OutcomeKind::Applied {
                 let owner = start.owner.as_ref();
-                let given: [(&str, Option<Value>); 11] = [
+                let given: [(&str, Option<Value>); 12] = [
                     ("kind", start.kind.clone().map(Value::from)),
                     ("project", start.project.clone().map(Value::from)),
                     ("model", start.model.clone().map(Value::from)),
@@ -82,6 +82,10 @@ impl SessionRecorder for MemoryStore {
                     (
                         "owner_boot_id",
                         owner.and_then(|o| o.boot_id.clone()).map(Value::from),
+                    ),
+                    (
+                        "owner_host_id",
+                        owner.and_then(|o| o.host_id.clone()).map(Value::from),
                     ),
                 ];
                 let set: BTreeMap<String, Value> = given
@@ -229,5 +233,10 @@ impl SessionRecorder for MemoryStore {
                 .take(limit)
                 .collect())
         })
+    }
+
+    /// In this process's memory: one host.
+    fn shared_by_hosts(&self) -> bool {
+        false
     }
 }

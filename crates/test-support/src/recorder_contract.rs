@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use lifecycle_core::{
     Actor, ActorType, LegRecord, OutcomeKind, OwnerRecord, SessionEnd, SessionRecorder,
-    SessionStart, Usage, leg_columns,
+    SessionStart, Usage, leg_columns, owner_columns,
 };
 use serde_json::{Value, json};
 
@@ -26,6 +26,7 @@ fn start(id: &str) -> SessionStart {
             pid: 4242,
             start_time: Some(987_654),
             boot_id: Some("boot-a".into()),
+            host_id: Some("machine-a:host-a".into()),
         }),
         ..SessionStart::new(id, "run.started.ok")
     }
@@ -82,6 +83,13 @@ pub fn session_recorder_contract<S: SessionRecorder>(make: impl Fn() -> S) {
         snap.owner(),
         start("s1").owner,
         "the owner round-trips through the row"
+    );
+    // The owner's host is stored in its own column: a sweep judges only
+    // sessions of its own host.
+    assert_eq!(
+        snap.columns.get("owner_host_id"),
+        Some(&json!("machine-a:host-a")),
+        "the owner's host is persisted"
     );
     let history = ok("history", rec.history("session", "s1"));
     assert_eq!(history.len(), 1);
@@ -162,6 +170,35 @@ pub fn session_recorder_contract<S: SessionRecorder>(make: impl Fn() -> S) {
     assert_eq!(
         ok("session", rec.session("s1")).and_then(|s| s.leg()),
         Some(leg)
+    );
+
+    // The owner written as columns round-trips too, its host included,
+    // and so does an owner whose host is unknown.
+    let moved = OwnerRecord {
+        pid: 4343,
+        start_time: Some(5),
+        boot_id: Some("boot-b".into()),
+        host_id: Some("machine-b:host-b".into()),
+    };
+    assert!(ok(
+        "owner",
+        rec.update_session("s1", &owner_columns(&moved))
+    ));
+    assert_eq!(
+        ok("session", rec.session("s1")).and_then(|s| s.owner()),
+        Some(moved.clone())
+    );
+    let unknown = OwnerRecord {
+        host_id: None,
+        ..moved
+    };
+    assert!(ok(
+        "owner",
+        rec.update_session("s1", &owner_columns(&unknown))
+    ));
+    assert_eq!(
+        ok("session", rec.session("s1")).and_then(|s| s.owner()),
+        Some(unknown)
     );
 
     // Open sessions and prefix lookup.

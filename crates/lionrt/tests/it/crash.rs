@@ -209,6 +209,7 @@ fn the_sweep_never_signals_a_recycled_pid_and_never_touches_a_live_owner() {
         pid: i64::from(me),
         start_time: Some(my_start + 1),
         boot_id: boot.clone(),
+        host_id: None,
     };
     // Orphaned, with a spawn record whose pid is live but started at
     // another time: a recycled pid.
@@ -242,6 +243,7 @@ fn the_sweep_never_signals_a_recycled_pid_and_never_touches_a_live_owner() {
             pid: i64::from(me),
             start_time: Some(my_start),
             boot_id: boot,
+            host_id: None,
         },
         Some(LegRecord {
             pid: i64::from(pid),

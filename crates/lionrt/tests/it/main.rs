@@ -10,6 +10,7 @@ mod live;
 mod mcp;
 mod mcp_forward;
 mod mirror;
+mod multihost;
 mod notify;
 mod outbox;
 mod plugin;

@@ -10,7 +10,7 @@ use lifecycle_core::{
     Actor, ActorType, LegRecord, OwnerRecord, SessionRecorder, SessionStart, leg_columns,
 };
 use proptest::prelude::*;
-use runner::{GoneBecause, OwnerState, Processes, owner_state, sweep_orphans};
+use runner::{GoneBecause, Here, OwnerState, Processes, owner_state, sweep_orphans};
 use test_support::MemoryStore;
 
 /// pid -> start time; everything else is absent.
@@ -48,6 +48,16 @@ fn owner(pid: i64, start: Option<i64>, boot: Option<&str>) -> OwnerRecord {
         pid,
         start_time: start,
         boot_id: boot.map(str::to_owned),
+        host_id: None,
+    }
+}
+
+/// A judgement made on a host named `host` in boot `boot`.
+fn here(boot: &str, host: Option<&str>, shared_store: bool) -> Here {
+    Here {
+        boot_id: Some(boot.to_owned()),
+        host_id: host.map(str::to_owned),
+        shared_store,
     }
 }
 
@@ -65,7 +75,7 @@ proptest! {
         }
         let rec = owner(i64::from(pid), recorded, Some("boot-a"));
         let now = if same_boot { "boot-a" } else { "boot-b" };
-        let state = owner_state(Some(&rec), &table, Some(now));
+        let state = owner_state(Some(&rec), &table, &here(now, None, false));
         if !same_boot {
             prop_assert_eq!(state, OwnerState::Gone(GoneBecause::Rebooted));
         } else {
@@ -80,7 +90,56 @@ proptest! {
                 (Some(_), Some(_)) => prop_assert_eq!(state, OwnerState::Gone(GoneBecause::PidReused)),
             }
         }
-        prop_assert_eq!(owner_state(None, &table, Some(now)), OwnerState::Unknown);
+        prop_assert_eq!(owner_state(None, &table, &here(now, None, false)), OwnerState::Unknown);
+    }
+
+    #[test]
+    fn only_an_owner_of_this_host_is_judged(
+        pid in 2i32..100_000,
+        recorded in proptest::option::of(0i64..1_000),
+        live in proptest::option::of(0u64..1_000),
+        same_boot in any::<bool>(),
+        shared_store in any::<bool>(),
+    ) {
+        let mut table = Table::default();
+        if let Some(live) = live {
+            table.0.insert(pid, live);
+        }
+        let now = if same_boot { "boot-a" } else { "boot-b" };
+        let legacy = owner(i64::from(pid), recorded, Some("boot-a"));
+        let single = owner_state(Some(&legacy), &table, &here(now, None, false));
+        // Another host's owner is never judged, whatever its pid, start
+        // time or boot id say here, on any store.
+        let theirs = OwnerRecord { host_id: Some("m-b:host-b".into()), ..legacy.clone() };
+        prop_assert_eq!(
+            owner_state(Some(&theirs), &table, &here(now, Some("m-a:host-a"), shared_store)),
+            OwnerState::OtherHost
+        );
+        // This host's owner is judged exactly as a single-host store judges.
+        let ours = OwnerRecord { host_id: Some("m-a:host-a".into()), ..legacy.clone() };
+        prop_assert_eq!(
+            owner_state(Some(&ours), &table, &here(now, Some("m-a:host-a"), shared_store)),
+            single
+        );
+        // A host recorded while this one cannot name itself: left alone.
+        prop_assert_eq!(
+            owner_state(Some(&ours), &table, &here(now, None, shared_store)),
+            OwnerState::HostUnknown
+        );
+        // A row from before the host column: judged as before on a
+        // single-host store; on a shared one only within the same boot,
+        // never "rebooted" on a boot-id mismatch alone.
+        let mine = here(now, Some("m-a:host-a"), shared_store);
+        let judged = owner_state(Some(&legacy), &table, &mine);
+        if !shared_store || same_boot {
+            prop_assert_eq!(judged, single);
+        } else {
+            prop_assert_eq!(judged, OwnerState::HostUnknown);
+        }
+        let no_boot = OwnerRecord { boot_id: None, ..legacy };
+        if shared_store {
+            prop_assert_eq!(owner_state(Some(&no_boot), &table, &mine), OwnerState::HostUnknown);
+        }
     }
 
     #[test]
@@ -167,6 +226,102 @@ fn a_dry_run_and_a_live_owner_change_nothing() {
     // The terminal move went through the guarded path with the sweep's actor.
     let history = lifecycle_core::LifecycleStore::history(&store, "session", "gone").expect("h");
     assert_eq!(history.last().map(|t| t.actor_id.as_str()), Some("sweep"));
+}
+
+#[test]
+fn the_sweep_and_kill_leave_another_hosts_session_alone() {
+    // contract: SUP-006
+    let store = MemoryStore::default();
+    let actor = Actor::new(ActorType::Executor, "t");
+    let this_host = runner::host_id().expect("this host has an identity");
+    let this_boot = runner::boot_id().expect("this boot has an id");
+    // Owner 7 is gone here (no such pid in the table) and leg 70 is live
+    // with the recorded start time: on this host both would be proof.
+    for (id, host, boot) in [
+        ("theirs-same-boot", "m-b:host-b", this_boot.as_str()),
+        ("theirs-other-boot", "m-b:host-b", "boot-b"),
+        ("ours-rebooted", this_host.as_str(), "boot-b"),
+    ] {
+        let s = SessionStart {
+            owner: Some(OwnerRecord {
+                host_id: Some(host.to_owned()),
+                ..owner(7, Some(5), Some(boot))
+            }),
+            ..SessionStart::new(id, "run.started.ok")
+        };
+        store.persist_session_start(&s, &actor).expect("start");
+        let leg = LegRecord {
+            pid: 70,
+            pgid: 70,
+            create_time: Some(1),
+        };
+        store.update_session(id, &leg_columns(&leg)).expect("leg");
+    }
+    let table = Table([(70, 1)].into_iter().collect());
+    let signals = Recorder::default();
+    let procs = Processes {
+        table: &table,
+        signaller: &signals,
+    };
+    let report = sweep_orphans(
+        &store,
+        &procs,
+        &Actor::new(ActorType::System, "sweep"),
+        false,
+    )
+    .expect("sweep");
+    assert_eq!(
+        report.left_alone,
+        [
+            ("theirs-same-boot".to_owned(), OwnerState::OtherHost),
+            ("theirs-other-boot".to_owned(), OwnerState::OtherHost),
+        ]
+    );
+    assert_eq!(report.orphans.len(), 1);
+    assert_eq!(report.orphans[0].id, "ours-rebooted");
+    assert_eq!(
+        report.orphans[0].owner,
+        OwnerState::Gone(GoneBecause::Rebooted)
+    );
+    // Nobody was signalled: the rebooted record names nobody alive now,
+    // and the others are not this host's.
+    assert!(signals.0.lock().expect("lock").is_empty());
+    for id in ["theirs-same-boot", "theirs-other-boot"] {
+        assert_eq!(
+            store.session(id).expect("read").expect("row").status,
+            "running"
+        );
+    }
+    assert_eq!(
+        store
+            .session("ours-rebooted")
+            .expect("read")
+            .expect("row")
+            .status,
+        "failed"
+    );
+    // An explicit kill refuses another host's session and writes nothing.
+    let err = runner::kill_session(
+        &store,
+        &procs,
+        "theirs-same",
+        std::time::Duration::ZERO,
+        &Actor::new(ActorType::Operator, "ops"),
+    )
+    .expect_err("another host's session");
+    assert!(
+        matches!(&err, runner::Error::OtherHost { host, .. } if host == "m-b:host-b"),
+        "{err}"
+    );
+    assert!(signals.0.lock().expect("lock").is_empty());
+    assert_eq!(
+        store
+            .session("theirs-same-boot")
+            .expect("read")
+            .expect("row")
+            .status,
+        "running"
+    );
 }
 
 #[test]
