@@ -124,53 +124,70 @@ struct Verdict {
 /// Lists at least this long are judged on several threads.
 const PARALLEL_FROM: usize = 64;
 
-/// A tool's verdict, and whether it is the previous listing's verdict on
-/// the identical descriptor.
-fn judge(tool: &ListedTool, previous: Option<&Registry>) -> (Result<(), DenialReason>, bool) {
-    if let Some(memo) = previous.and_then(|p| p.verdicts.get(&tool.name))
-        && memo.description == tool.description
-        && *memo.input_schema == tool.input_schema
-    {
-        return (memo.outcome.clone(), true);
-    }
-    let verdict = mcp_admission::validate_tool_admission(
+/// The previous listing's verdict on the identical descriptor, if any.
+fn remembered(tool: &ListedTool, previous: Option<&Registry>) -> Option<Result<(), DenialReason>> {
+    let memo = previous?.verdicts.get(&tool.name)?;
+    (memo.description == tool.description && *memo.input_schema == tool.input_schema)
+        .then(|| memo.outcome.clone())
+}
+
+/// A fresh verdict from the admission gate.
+fn judge(tool: &ListedTool) -> Result<(), DenialReason> {
+    mcp_admission::validate_tool_admission(
         &tool.name,
         Some(&tool.input_schema),
         tool.description.as_deref(),
     )
-    .map_err(|denied| DenialReason::Admission(denied.reason()));
-    (verdict, false)
+    .map_err(|denied| DenialReason::Admission(denied.reason()))
 }
 
-/// Judges every tool, on up to `available_parallelism` threads for long
-/// lists (each verdict is independent and pure).
+/// Every tool's verdict, and whether it is the previous listing's verdict
+/// on the identical descriptor.
+///
+/// The remembered verdicts are read on the calling thread first; only the
+/// tools judged afresh are spread over up to `available_parallelism`
+/// threads, and only when there are many of them (each verdict is
+/// independent and pure). A re-listing of unchanged tools so starts no
+/// thread: on a loaded machine a new thread can wait for a CPU longer than
+/// the lookups take.
 fn judge_all(
     tools: &[ListedTool],
     previous: Option<&Registry>,
 ) -> Vec<(Result<(), DenialReason>, bool)> {
+    let mut out: Vec<Option<(Result<(), DenialReason>, bool)>> = tools
+        .iter()
+        .map(|t| remembered(t, previous).map(|v| (v, true)))
+        .collect();
+    let fresh: Vec<usize> = (0..tools.len()).filter(|&i| out[i].is_none()).collect();
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    if tools.len() < PARALLEL_FROM || threads < 2 {
-        return tools.iter().map(|t| judge(t, previous)).collect();
-    }
-    let chunk = tools.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = tools
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || part.iter().map(|t| judge(t, previous)).collect::<Vec<_>>())
-            })
-            .collect();
-        let mut out = Vec::with_capacity(tools.len());
-        for (handle, part) in handles.into_iter().zip(tools.chunks(chunk)) {
-            match handle.join() {
-                Ok(verdicts) => out.extend(verdicts),
+    if fresh.len() < PARALLEL_FROM || threads < 2 {
+        for &i in &fresh {
+            out[i] = Some((judge(&tools[i]), false));
+        }
+    } else {
+        let chunk = fresh.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = fresh
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || part.iter().map(|&i| judge(&tools[i])).collect::<Vec<_>>())
+                })
+                .collect();
+            for (handle, part) in handles.into_iter().zip(fresh.chunks(chunk)) {
                 // A panicking judgement admits nothing (fail closed); the
                 // gate itself never panics on input.
-                Err(_) => out.extend(part.iter().map(|_| (Err(DenialReason::CheckFailed), false))),
+                let verdicts = handle
+                    .join()
+                    .unwrap_or_else(|_| vec![Err(DenialReason::CheckFailed); part.len()]);
+                for (&i, verdict) in part.iter().zip(verdicts) {
+                    out[i] = Some((verdict, false));
+                }
             }
-        }
-        out
-    })
+        });
+    }
+    out.into_iter()
+        .map(|v| v.unwrap_or((Err(DenialReason::CheckFailed), false)))
+        .collect()
 }
 
 /// A listed tool, as the registry takes it.

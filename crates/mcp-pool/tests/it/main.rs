@@ -4,6 +4,7 @@
 mod config;
 mod hostile;
 mod pool;
+mod registry;
 mod security;
 
 use std::path::PathBuf;
