@@ -174,6 +174,9 @@ fn run_with(s: &Setup, provider: &str, session: &str) -> Output {
             &s.workspace.to_string_lossy(),
             "--mcp-config",
             &s.config.to_string_lossy(),
+            // Generous under load: a slow handshake is not what is tested.
+            "--mcp-init-timeout",
+            "60",
         ],
     )
 }
@@ -466,7 +469,7 @@ fn config_flags<'a>(t: &'a Tree, case: Case, flag: &'static str) -> Vec<&'a str>
 /// Native loading: `lionrt mcp ls --json` in the project.
 fn native(t: &Tree, case: Case) -> Picked {
     let db = t.db.to_string_lossy();
-    let mut args = vec!["--json", "--db", &db, "mcp", "ls"];
+    let mut args = vec!["--json", "--db", &db, "mcp", "ls", "--init-timeout", "60"];
     args.extend(config_flags(t, case, "--config"));
     let out = lionrt_in(&t.project, &t.home, &t.bin, &args);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -503,6 +506,8 @@ fn forwarding(t: &Tree, case: Case) -> Picked {
         "claude",
         "--workspace",
         &ws,
+        "--mcp-init-timeout",
+        "60",
     ];
     args.extend(config_flags(t, case, "--mcp-config"));
     let _ = std::fs::remove_file(&t.argv);
