@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::engine::Engine;
 use crate::normalize::KeyCategories;
-use crate::normalize::{description_signals_execution, normalize_key};
+use crate::normalize::{description_signals_execution, normalize_key_cow};
 use crate::reason::{AdmissionDenied, Reason};
 use crate::report::{
     AdmissionReport, FreeFormCause, FreeFormKey, Insufficiency, Limits, UnresolvedCause,
@@ -93,8 +93,8 @@ fn judge(
     description: Option<&str>,
     detailed: bool,
 ) -> AdmissionReport {
-    let normalized_name = normalize_key(name);
-    let strong = STRONG_EXECUTOR_NAMES.contains(&normalized_name.as_str());
+    let normalized_name = normalize_key_cow(name);
+    let strong = STRONG_EXECUTOR_NAMES.contains(&&*normalized_name);
     let signals = description.is_some_and(description_signals_execution);
     let schema = input_schema.filter(|s| !s.is_null());
     let empty = match schema {
@@ -190,7 +190,11 @@ fn judge(
 
     AdmissionReport {
         reason,
-        normalized_name,
+        normalized_name: if detailed {
+            normalized_name.into_owned()
+        } else {
+            String::new()
+        },
         strong_executor_name: strong,
         description_signals_execution: signals,
         nodes_visited: engine.used(),

@@ -306,10 +306,39 @@ impl<'a> Engine<'a> {
         if !self.charge_work_n(tokens.max(1)) {
             return Err(UnresolvedCause::NodeBudget);
         }
-        self.root
-            .pointer(fragment)
+        pointer_get(self.root, fragment)
             .ok_or_else(|| UnresolvedCause::DanglingReference(reference.to_owned()))
     }
+}
+
+/// `Value::pointer`, exactly (the same tokens, escapes and list indices),
+/// without allocating for a token that holds no `~` escape.
+pub(crate) fn pointer_get<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    if !pointer.starts_with('/') {
+        return None;
+    }
+    pointer.split('/').skip(1).try_fold(root, |target, token| {
+        let token: std::borrow::Cow<'_, str> = if token.contains('~') {
+            std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+        } else {
+            std::borrow::Cow::Borrowed(token)
+        };
+        match target {
+            Value::Object(map) => map.get(&*token),
+            Value::Array(list) => {
+                // As serde_json reads an index: no sign, no leading zero.
+                if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
+                    None
+                } else {
+                    token.parse::<usize>().ok().and_then(|i| list.get(i))
+                }
+            }
+            _ => None,
+        }
+    })
 }
 
 fn empty_list(v: &Value) -> bool {

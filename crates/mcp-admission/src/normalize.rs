@@ -184,6 +184,8 @@ fn ascii_words(bytes: &[u8]) -> impl Iterator<Item = &[u8]> + Clone {
 /// The ASCII path of [`description_signals_execution`]: the same words,
 /// read in place (no normalised copy, no allocation).
 fn ascii_description_signals_execution(bytes: &[u8]) -> bool {
+    /// Room for the words a phrase can span (the longest phrase has 28 bytes).
+    const WINDOW: usize = 48;
     let mut words = ascii_words(bytes);
     loop {
         let rest = words.clone();
@@ -200,12 +202,24 @@ fn ascii_description_signals_execution(bytes: &[u8]) -> bool {
         if !phrase_may_start(lower) {
             continue;
         }
+        // The next words, lowercased, each followed by a space; a word that
+        // does not fit ends the window, so no phrase matches past it.
+        let mut window = [0u8; WINDOW];
+        let mut len = 0;
+        for w in rest.take(6) {
+            let Some(room) = window.get_mut(len..len + w.len() + 1) else {
+                break;
+            };
+            room[..w.len()].copy_from_slice(w);
+            room[w.len()] = b' ';
+            len += w.len() + 1;
+        }
+        let window = &mut window[..len];
+        window.make_ascii_lowercase();
+        let window: &[u8] = window;
         let found = EXECUTOR_PHRASES.iter().any(|phrase| {
-            let mut rest = rest.clone();
-            phrase.split(' ').all(|w| {
-                rest.next()
-                    .is_some_and(|r| r.eq_ignore_ascii_case(w.as_bytes()))
-            })
+            let p = phrase.as_bytes();
+            window.len() > p.len() && window[p.len()] == b' ' && window.starts_with(p)
         });
         if found {
             return true;

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Shape, Types};
+use super::{Shape, Types, pointer_get};
 use crate::vocabulary::{DENIED_KEYWORDS, MODELED_KEYWORDS, OBJECT_CONTAINER_KEYWORDS};
 
 #[test]
@@ -33,4 +33,59 @@ fn shape_reads_types_pins_and_references() {
     assert!(matches!(shape.types, Types::Known(t) if t.array && t.null && !t.string));
     assert!(shape.pinned && shape.dynamic_ref && shape.container);
     assert!(shape.items.is_some() && shape.reference.is_some());
+}
+
+#[test]
+fn pointer_get_is_serde_json_pointer() {
+    let doc = json!({
+        "a": {"b/c": [10, {"~d": 1, "e~1f": 2}], "": {"x": true}},
+        "$defs": {"L": {"type": "string"}, "0": "zero"},
+        "list": [[0, 1], {"00": 3}],
+        "~": {"/": 4},
+    });
+    let mut pointers: Vec<String> = [
+        "",
+        "/",
+        "#",
+        "a",
+        "/a",
+        "/a/b~1c",
+        "/a/b~1c/0",
+        "/a/b~1c/1/~0d",
+        "/a/b~1c/1/e~01f",
+        "/a/b~1c/01",
+        "/a/b~1c/+1",
+        "/a/b~1c/-1",
+        "/a/b~1c/2",
+        "/a/b~1c/ 1",
+        "/a/",
+        "/a//x",
+        "/$defs/L",
+        "/$defs/L/type",
+        "/$defs/0",
+        "/list/0/1",
+        "/list/1/00",
+        "/list/00",
+        "/~0/~1",
+        "/~0/~01",
+        "/~1",
+        "/a~",
+        "/a/b~2c",
+        "/list/18446744073709551616",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    // Every prefix of each, so the walk also stops at each kind of node.
+    for p in pointers.clone() {
+        for (i, _) in p.char_indices() {
+            pointers.push(p[..i].to_owned());
+        }
+    }
+    let mut found = 0;
+    for p in &pointers {
+        let ours = pointer_get(&doc, p).map(std::ptr::from_ref);
+        assert_eq!(ours, doc.pointer(p).map(std::ptr::from_ref), "{p:?}");
+        found += usize::from(ours.is_some());
+    }
+    assert!(found > 10 && found < pointers.len());
 }
