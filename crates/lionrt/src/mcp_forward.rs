@@ -218,7 +218,7 @@ fn audit(
         let listing = match listing {
             Ok(listing) => listing,
             Err(error) => {
-                tracing::warn!(%server, %error, "forwarded mcp server not audited");
+                tracing::info!(%server, %error, "forwarded mcp server not audited");
                 decision.refused.push(Refusal {
                     server,
                     tool: None,
@@ -241,7 +241,8 @@ fn audit(
             "server_not_forwarded"
         };
         for denied in &listing.denied {
-            tracing::warn!(
+            // mcp-pool already logged the denial; this is the action taken.
+            tracing::info!(
                 %server, tool = %denied.name, reason = denied.reason.code(),
                 action, "forwarded mcp tool refused"
             );
