@@ -252,6 +252,9 @@ pub struct SessionActivity {
     pub last_activity: i64,
     /// Messages recorded.
     pub messages: i64,
+    /// The recorded host of the session's owner, where one was recorded:
+    /// the leg's pid means something only on that host.
+    pub owner_host_id: Option<String>,
 }
 
 impl SessionActivity {
@@ -265,6 +268,7 @@ impl SessionActivity {
             leg_create_time: None,
             last_activity,
             messages: 0,
+            owner_host_id: None,
         }
     }
 }

@@ -468,8 +468,17 @@ fn health<B: Backend>(backend: &B, json: bool, all: bool) -> Result<ExitCode> {
     let now = state_sqlite::now_micros();
     let thresholds = HealthThresholds::default();
     let mut sessions = Vec::new();
+    let this_host = runner::host_id();
     for a in backend.reader().session_activity()? {
-        let liveness = leg_liveness(&cli_supervisor::ProcTable, a.pid, a.leg_create_time);
+        // Another host's leg pid names nothing here: its liveness is not
+        // known from this host, and the session is listed as another
+        // host's.
+        let other_host = a.owner_host_id.is_some() && a.owner_host_id != this_host;
+        let liveness = if other_host {
+            Liveness::Unknown
+        } else {
+            leg_liveness(&cli_supervisor::ProcTable, a.pid, a.leg_create_time)
+        };
         let kind = match a.kind.as_deref() {
             Some("interactive") => SessionKind::Interactive,
             Some("mirrored") => SessionKind::Mirrored,
@@ -486,7 +495,12 @@ fn health<B: Backend>(backend: &B, json: bool, all: bool) -> Result<ExitCode> {
             ),
             kind,
         };
-        sessions.push((a.id, a.status, classify_session_health(&input, &thresholds)));
+        sessions.push((
+            a.id,
+            a.status,
+            classify_session_health(&input, &thresholds),
+            other_host,
+        ));
     }
     let name = |h: &Health| match h {
         Health::Done => "done",
@@ -499,17 +513,19 @@ fn health<B: Backend>(backend: &B, json: bool, all: bool) -> Result<ExitCode> {
     // active ones are listed only with --all.
     let attention = |h: &Health| matches!(h, Health::Zombie | Health::Orphan | Health::Dead);
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
-    for (_, _, h) in &sessions {
+    for (_, _, h, _) in &sessions {
         *counts.entry(name(h)).or_default() += 1;
     }
     let shown: Vec<_> = sessions
         .iter()
-        .filter(|(_, _, h)| all || attention(h))
+        .filter(|(_, _, h, _)| all || attention(h))
         .collect();
     if json {
         let list: Vec<Value> = shown
             .iter()
-            .map(|(id, status, h)| json!({"id": id, "status": status, "health": h}))
+            .map(|(id, status, h, other)| {
+                json!({"id": id, "status": status, "health": h, "other_host": other})
+            })
             .collect();
         let mut v = serde_json::Map::new();
         v.insert("db".into(), json!(backend.location()));
@@ -539,8 +555,9 @@ fn health<B: Backend>(backend: &B, json: bool, all: bool) -> Result<ExitCode> {
         if !all && !shown.is_empty() {
             out::line("needing attention:");
         }
-        for (id, status, h) in &shown {
-            out::line(format!("  {id:<36} {status:<16} {}", name(h)));
+        for (id, status, h, other) in &shown {
+            let host = if *other { " (other host)" } else { "" };
+            out::line(format!("  {id:<36} {status:<16} {}{host}", name(h)));
         }
         if !all && shown.len() < sessions.len() {
             out::line(format!(

@@ -253,7 +253,8 @@ impl StateReader for PgStore {
         let rows = conn.query(
             "SELECT s.id, s.status, s.kind, COALESCE(s.leg_pid, s.pid), s.leg_create_time,
                     COALESCE(s.last_message_at, s.created_at),
-                    (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
+                    (SELECT count(*) FROM messages m WHERE m.session_id = s.id),
+                    s.owner_host_id
              FROM sessions s ORDER BY s.created_at, s.id COLLATE \"C\"",
             &[],
         )?;
@@ -268,6 +269,7 @@ impl StateReader for PgStore {
                 a.pid = r.try_get(3)?;
                 a.leg_create_time = r.try_get(4)?;
                 a.messages = r.try_get(6)?;
+                a.owner_host_id = r.try_get(7)?;
                 Ok(a)
             })
             .collect()

@@ -25,25 +25,35 @@ fn match_id(conn: &Connection, entity_type: &str, prefix: &str) -> Result<IdMatc
 
 fn session_activity(conn: &Connection) -> Result<Vec<SessionActivity>, StoreError> {
     // From migration 0002 on, a session carries its leg's spawn record;
-    // older files only have the agent pid.
+    // older files only have the agent pid. The owner's host came with 0008.
+    let host: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info('sessions') WHERE name = 'owner_host_id')",
+        [],
+        |r| r.get(0),
+    )?;
+    let host = if host { "s.owner_host_id" } else { "NULL" };
     let sql = if schema_version(conn)? >= 2 {
-        "SELECT s.id, s.status, s.kind, COALESCE(s.leg_pid, s.pid), s.leg_create_time,
-                COALESCE(s.last_message_at, s.created_at),
-                (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
-         FROM sessions s ORDER BY s.created_at, s.id"
+        format!(
+            "SELECT s.id, s.status, s.kind, COALESCE(s.leg_pid, s.pid), s.leg_create_time,
+                    COALESCE(s.last_message_at, s.created_at),
+                    (SELECT count(*) FROM messages m WHERE m.session_id = s.id), {host}
+             FROM sessions s ORDER BY s.created_at, s.id"
+        )
     } else {
         "SELECT s.id, s.status, s.kind, s.pid, NULL,
                 COALESCE(s.last_message_at, s.created_at),
-                (SELECT count(*) FROM messages m WHERE m.session_id = s.id)
+                (SELECT count(*) FROM messages m WHERE m.session_id = s.id), NULL
          FROM sessions s ORDER BY s.created_at, s.id"
+            .to_owned()
     };
-    let mut stmt = conn.prepare(sql)?;
+    let mut stmt = conn.prepare(&sql)?;
     let rows = stmt.query_map([], |r| {
         let mut a = SessionActivity::new(r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(5)?);
         a.kind = r.get(2)?;
         a.pid = r.get(3)?;
         a.leg_create_time = r.get(4)?;
         a.messages = r.get(6)?;
+        a.owner_host_id = r.get(7)?;
         Ok(a)
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

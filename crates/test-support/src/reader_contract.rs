@@ -26,7 +26,7 @@ fn start<S: SessionRecorder>(store: &S, id: &str, invocation: Option<&str>) {
             pid: 77,
             start_time: Some(1),
             boot_id: None,
-            host_id: None,
+            host_id: Some(format!("host-of-{id}")),
         }),
         ..SessionStart::new(id, "run.started.ok")
     };
@@ -164,6 +164,11 @@ pub fn state_reader_contract<S: SessionRecorder + SessionRetention>(make: impl F
     assert_eq!(a1.messages, 3);
     assert_eq!(a1.pid, Some(4242));
     assert_eq!(a1.last_activity, 30, "the newest message's time");
+    assert_eq!(
+        a1.owner_host_id.as_deref(),
+        Some("host-of-a1"),
+        "the owner's host, for health to tell another host's sessions"
+    );
     let counts = ok("counts", store.row_counts());
     let n = |t: &str| counts.tables.iter().find(|(n, _)| n == t).map(|(_, n)| *n);
     assert_eq!(

@@ -256,6 +256,31 @@ where
     assert!(run.status.success(), "{}", text(&run));
     leg.assert_untouched("lionrt run");
 
+    // Health lists another host's sessions as such.
+    let health = db.json(&["--json", "state", "health", "--all"]);
+    let listed = health["sessions"].as_array().expect("sessions");
+    for (id, other) in [
+        ("theirs-same-boot", true),
+        ("theirs-other-boot", true),
+        ("ours-rebooted", false),
+        ("legacy-other-boot", false),
+        ("fresh-run", false),
+    ] {
+        let entry = listed
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap_or_else(|| panic!("{id} is listed: {health}"));
+        assert_eq!(entry["other_host"], other, "{id}: {health}");
+    }
+    let health_text = text(&db.lionrt(&["state", "health", "--all"]));
+    assert!(
+        health_text
+            .lines()
+            .any(|l| l.contains("theirs-same-boot") && l.ends_with("(other host)")),
+        "{health_text}"
+    );
+    leg.assert_untouched("state health");
+
     // An explicit kill of another host's session is refused.
     let kill = db.lionrt(&["kill", "theirs-same-boot", "--grace", "0"]);
     assert!(!kill.status.success(), "{}", text(&kill));
