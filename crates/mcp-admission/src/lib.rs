@@ -73,7 +73,10 @@
 //! [`batch`] is I/O-free: the binary feeds the bytes it reads to a
 //! [`batch::Checker`] chunk by chunk and prints what it renders, so memory
 //! stays flat for any input size. One record that cannot be judged never
-//! aborts the batch: it becomes an error record.
+//! aborts the batch: it becomes an error record. A caller judging on its own
+//! threads splits with [`batch::Checker::split`], judges each record with
+//! [`batch::judge_record_as`] and renders the results back in input order
+//! with [`batch::Checker::render`] (the output is the same).
 //!
 //! ```
 //! use mcp_admission::batch::{self, OutputFormat};

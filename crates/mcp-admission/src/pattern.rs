@@ -1,7 +1,7 @@
 //! `patternProperties` keys: which categorised key words a pattern may match.
 //!
 //! With the `regex` feature a pattern is read as Python's `re` reads it
-//! ([`crate::python_re`]), translated for a linear-time engine (a Pike VM,
+//! (the `python_re` module), translated for a linear-time engine (a Pike VM,
 //! no backtracking) and searched in every spelling of every categorised key
 //! word; compilation and every search are charged to the work meter.
 //! Without the feature nothing is compiled: every pattern is unresolvable.
