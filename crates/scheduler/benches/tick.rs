@@ -4,9 +4,10 @@
 //! connection of the same database. Both alternate within each sample, so
 //! they see the same load; the ratio tick/floor is what to read (printed
 //! per sample on stderr). On SQLite always; on PostgreSQL too when
-//! `LIONRT_TEST_PG` names a server (the tick runs inside the runtime as the
-//! daemon's does, so its queries go through the store's helper thread; a
-//! second group runs it on a plain thread, the queries inline).
+//! `LIONRT_TEST_PG` names a server (the tick runs inside a current-thread
+//! runtime as the daemon's does, so its queries go through the store's
+//! worker thread; a second group runs it on a plain thread, the queries
+//! inline).
 #![allow(clippy::print_stderr, reason = "the bench prints its ratio")]
 
 use std::sync::Arc;
@@ -156,7 +157,7 @@ fn postgres(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     }
     // The same tick on a plain thread (no runtime entered: nothing is due,
     // so nothing is spawned): the store's calls run inline, which shows
-    // what the helper thread costs.
+    // what the worker thread costs.
     measure(
         c,
         "tick_1000_schedules_postgres_plain_thread",

@@ -44,6 +44,10 @@ pub enum Error {
     /// The PostgreSQL store failed (connection, query, lifecycle rule).
     #[error(transparent)]
     Postgres(#[from] state_postgres::PgStoreError),
+    /// The thread that runs PostgreSQL calls for a current-thread async
+    /// runtime could not be started or is gone.
+    #[error("the PostgreSQL worker thread is unavailable: {0}")]
+    Worker(String),
     /// The lock file could not be opened.
     #[error("lock file {path}: {source}")]
     Io {

@@ -10,17 +10,23 @@
 //! The tick's `advance` is a compare-and-swap on the due instant it read
 //! (`IS NOT DISTINCT FROM`), so a definition changed meanwhile wins.
 //!
-//! The `postgres` driver runs a runtime of its own and panics when it is
-//! called on an async runtime's thread; every method here detects that and
-//! runs its work on a helper thread instead, so the scheduler may call it
-//! from its tick and from its run tasks alike. For the same reason the
-//! last handle on a [`PgStore`] (its pool) must be dropped off the runtime:
-//! keep a clone outside `block_on` (as `lionrt daemon` does).
+//! The `postgres` driver runs a runtime of its own and panics when it
+//! blocks on an async runtime's thread; every method here detects that:
+//! on a multi-thread runtime it runs in place through
+//! `tokio::task::block_in_place` (the worker hands its other tasks on), on
+//! a current-thread runtime on one long-lived worker thread of this value
+//! (started on first need, ended with it), so the scheduler may call it
+//! from its tick and from its run tasks alike. Dropping the store there is
+//! safe too (state-postgres closes its connections off the runtime).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, OnceLock, mpsc};
 
 use lifecycle_core::{Actor, InitialCommand, OutcomeKind};
 use postgres::GenericClient;
 use postgres::types::ToSql;
 use state_postgres::{PgStore, TickLock};
+use tokio::runtime::RuntimeFlavor;
 
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec};
@@ -36,33 +42,117 @@ pub const TICK_LOCK: &str = "scheduler";
 /// The schedule tables of one PostgreSQL schema.
 #[derive(Debug)]
 pub struct PgSchedules {
+    ctx: Arc<Ctx>,
+    worker: Worker,
+}
+
+/// What a store call needs, shared with the worker thread.
+#[derive(Debug)]
+struct Ctx {
     store: PgStore,
     actor: Actor,
 }
 
+impl Ctx {
+    fn conn(&self) -> Result<state_postgres::PgConn, Error> {
+        Ok(self.store.engine().conn()?)
+    }
+
+    /// Runs `f` in one transaction holding the definitions' lock.
+    fn definitions<T>(
+        &self,
+        f: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut conn = self.conn()?;
+        let mut tx = conn.transaction()?;
+        tx.batch_execute("LOCK TABLE schedules IN SHARE ROW EXCLUSIVE MODE")?;
+        let out = f(&mut tx)?;
+        tx.commit()?;
+        Ok(out)
+    }
+}
+
 const SELECT: &str = "SELECT id, status, spec_json, next_fire_at, last_fire_at FROM schedules";
 
-/// Runs `f` here, or on a helper thread when this thread is inside an
-/// async runtime (where the driver's own `block_on` would panic).
-fn off_runtime<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return f();
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The long-lived thread that runs the store's calls for a current-thread
+/// runtime, one after the other; it ends when its value is dropped.
+#[derive(Debug, Default)]
+struct Worker {
+    jobs: OnceLock<mpsc::Sender<Job>>,
+}
+
+impl Worker {
+    fn sender(&self) -> Result<&mpsc::Sender<Job>, Error> {
+        if let Some(tx) = self.jobs.get() {
+            return Ok(tx);
+        }
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("pg-schedules".into())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job();
+                }
+            })
+            .map_err(|e| Error::Worker(e.to_string()))?;
+        // Two first callers at once: the loser's thread ends at once (its
+        // sender is dropped here).
+        Ok(self.jobs.get_or_init(|| tx))
     }
-    std::thread::scope(|s| match s.spawn(f).join() {
-        Ok(r) => r,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
+
+    /// Runs `f` on the worker and waits for its result (a panic in `f` is
+    /// resumed here; the worker lives on).
+    fn run<T: Send + 'static>(
+        &self,
+        ctx: Arc<Ctx>,
+        f: impl FnOnce(&Ctx) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
+        let (done, result) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move || {
+            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&ctx)));
+            let _ = done.send(out);
+        });
+        self.sender()?
+            .send(job)
+            .map_err(|_| Error::Worker("it has stopped".into()))?;
+        match result.recv() {
+            Ok(Ok(out)) => out,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(_) => Err(Error::Worker("it dropped the call".into())),
+        }
+    }
 }
 
 impl PgSchedules {
     /// Schedules of `store`, changed by `actor`.
     pub fn new(store: PgStore, actor: Actor) -> Self {
-        Self { store, actor }
+        Self {
+            ctx: Arc::new(Ctx { store, actor }),
+            worker: Worker::default(),
+        }
     }
 
     /// The lifecycle store.
     pub fn store(&self) -> &PgStore {
-        &self.store
+        &self.ctx.store
+    }
+
+    /// Runs `f` here on a plain thread, in place (`block_in_place`) on a
+    /// multi-thread runtime, on the worker thread on a current-thread one:
+    /// never where the driver's own `block_on` would panic.
+    fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Ctx) -> Result<T, Error> + Send + 'static,
+    ) -> Result<T, Error> {
+        match tokio::runtime::Handle::try_current() {
+            Err(_) => f(&self.ctx),
+            Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| f(&self.ctx))
+            }
+            Ok(_) => self.worker.run(Arc::clone(&self.ctx), f),
+        }
     }
 
     /// Takes the advisory tick lock of this schema without waiting: one
@@ -70,27 +160,9 @@ impl PgSchedules {
     /// releases it when the holder's connection ends (even by SIGKILL).
     /// [`Error::AdvisoryLocked`] when another session holds it.
     pub fn tick_lock(&self) -> Result<TickLock, Error> {
-        off_runtime(|| {
-            TickLock::try_acquire(self.store.engine(), TICK_LOCK)?
-                .ok_or_else(|| Error::AdvisoryLocked(self.store.engine().schema().to_owned()))
-        })
-    }
-
-    fn conn(&self) -> Result<state_postgres::PgConn, Error> {
-        Ok(self.store.engine().conn()?)
-    }
-
-    fn definitions<T: Send>(
-        &self,
-        f: impl FnOnce(&mut postgres::Transaction<'_>) -> Result<T, Error> + Send,
-    ) -> Result<T, Error> {
-        off_runtime(|| {
-            let mut conn = self.conn()?;
-            let mut tx = conn.transaction()?;
-            tx.batch_execute("LOCK TABLE schedules IN SHARE ROW EXCLUSIVE MODE")?;
-            let out = f(&mut tx)?;
-            tx.commit()?;
-            Ok(out)
+        self.call(|c| {
+            TickLock::try_acquire(c.store.engine(), TICK_LOCK)?
+                .ok_or_else(|| Error::AdvisoryLocked(c.store.engine().schema().to_owned()))
         })
     }
 }
@@ -98,53 +170,64 @@ impl PgSchedules {
 impl ScheduleStore for PgSchedules {
     fn create(&self, spec: &ScheduleSpec, now: Micros) -> Result<Schedule, Error> {
         check_create(spec, now)?;
-        self.definitions(|tx| {
-            if find(tx, &spec.name)?.is_some() {
-                return Err(Error::Exists(spec.name.clone()));
-            }
-            insert(tx, spec, now, &self.actor)?;
-            find(tx, &spec.name)?.ok_or_else(|| Error::NotFound(spec.name.clone()))
+        let spec = spec.clone();
+        self.call(move |c| {
+            c.definitions(|tx| {
+                if find(tx, &spec.name)?.is_some() {
+                    return Err(Error::Exists(spec.name.clone()));
+                }
+                insert(tx, &spec, now, &c.actor)?;
+                find(tx, &spec.name)?.ok_or_else(|| Error::NotFound(spec.name.clone()))
+            })
         })
     }
 
     fn list(&self) -> Result<Vec<Schedule>, Error> {
-        off_runtime(|| list_in(&mut *self.conn()?))
+        self.call(|c| list_in(&mut *c.conn()?))
     }
 
     fn get(&self, name: &str) -> Result<Option<Schedule>, Error> {
-        off_runtime(|| find(&mut *self.conn()?, name))
+        let name = name.to_owned();
+        self.call(move |c| find(&mut *c.conn()?, &name))
     }
 
     fn set_enabled(&self, name: &str, enabled: bool, now: Micros) -> Result<Schedule, Error> {
-        self.definitions(|tx| {
-            let s = find(tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))?;
-            if let Some((to, code, next)) = enable_change(&s, enabled, now)? {
-                move_status(tx, &s.id, &s.status, to, code, &self.actor, now)?;
-                tx.execute(
-                    "UPDATE schedules SET next_fire_at = $2 WHERE id = $1",
-                    &[&s.id, &next],
-                )?;
-            }
-            find(tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))
+        let name = name.to_owned();
+        self.call(move |c| {
+            c.definitions(|tx| {
+                let s = find(tx, &name)?.ok_or_else(|| Error::NotFound(name.clone()))?;
+                if let Some((to, code, next)) = enable_change(&s, enabled, now)? {
+                    move_status(tx, &s.id, &s.status, to, code, &c.actor, now)?;
+                    tx.execute(
+                        "UPDATE schedules SET next_fire_at = $2 WHERE id = $1",
+                        &[&s.id, &next],
+                    )?;
+                }
+                find(tx, &name)?.ok_or_else(|| Error::NotFound(name.clone()))
+            })
         })
     }
 
     fn delete(&self, name: &str, now: Micros) -> Result<Schedule, Error> {
-        self.definitions(|tx| {
-            let s = find(tx, name)?.ok_or_else(|| Error::NotFound(name.to_owned()))?;
-            delete_in(tx, &s, &self.actor, now)?;
-            Ok(s)
+        let name = name.to_owned();
+        self.call(move |c| {
+            c.definitions(|tx| {
+                let s = find(tx, &name)?.ok_or_else(|| Error::NotFound(name.clone()))?;
+                delete_in(tx, &s, &c.actor, now)?;
+                Ok(s)
+            })
         })
     }
 
     fn apply(&self, set: &[ScheduleSpec], now: Micros) -> Result<ApplyReport, Error> {
         validate_set(set)?;
-        self.definitions(|tx| {
+        let set = set.to_vec();
+        self.call(move |c| c.definitions(|tx| {
             let existing = list_in(tx)?;
-            let (steps, report) = plan_apply(&existing, set, now)?;
+            let (steps, report) = plan_apply(&existing, &set, now)?;
             for step in steps {
                 match step {
-                    ApplyStep::Create(spec) => insert(tx, spec, now, &self.actor)?,
+                    ApplyStep::Create(spec) => insert(tx, spec, now, &c.actor)?,
                     ApplyStep::Update {
                         stored,
                         spec,
@@ -152,28 +235,29 @@ impl ScheduleStore for PgSchedules {
                         next,
                     } => {
                         if let Some((to, code)) = status {
-                            move_status(tx, &stored.id, &stored.status, to, code, &self.actor, now)?;
+                            move_status(tx, &stored.id, &stored.status, to, code, &c.actor, now)?;
                         }
                         tx.execute(
                             "UPDATE schedules SET spec_json = $2, next_fire_at = $3, updated_at = $4 WHERE id = $1",
                             &[&stored.id, &to_json(spec), &next, &now],
                         )?;
                     }
-                    ApplyStep::Delete(s) => delete_in(tx, s, &self.actor, now)?,
+                    ApplyStep::Delete(s) => delete_in(tx, s, &c.actor, now)?,
                 }
             }
             Ok(report)
-        })
+        }))
     }
 
     fn runs(&self, schedule: Option<&str>, limit: u32) -> Result<Vec<ScheduleRun>, Error> {
-        off_runtime(|| {
-            let mut conn = self.conn()?;
+        let schedule = schedule.map(str::to_owned);
+        self.call(move |c| {
+            let mut conn = c.conn()?;
             let id = match schedule {
                 Some(n) => Some(
-                    find(&mut *conn, n)?
+                    find(&mut *conn, &n)?
                         .map(|s| s.id)
-                        .unwrap_or_else(|| n.to_owned()),
+                        .unwrap_or(n),
                 ),
                 None => None,
             };
@@ -201,8 +285,8 @@ impl ScheduleStore for PgSchedules {
     }
 
     fn due(&self, now: Micros) -> Result<Vec<Schedule>, Error> {
-        off_runtime(|| {
-            let rows = self.conn()?.query(
+        self.call(move |c| {
+            let rows = c.conn()?.query(
                 &format!(
                     "{SELECT} WHERE status = 'enabled' AND next_fire_at <= $1 ORDER BY next_fire_at, id"
                 ),
@@ -213,8 +297,9 @@ impl ScheduleStore for PgSchedules {
     }
 
     fn running_count(&self, schedule_id: &str) -> Result<u32, Error> {
-        off_runtime(|| {
-            let n: i64 = self
+        let schedule_id = schedule_id.to_owned();
+        self.call(move |c| {
+            let n: i64 = c
                 .conn()?
                 .query_one(
                     "SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'running'",
@@ -232,8 +317,9 @@ impl ScheduleStore for PgSchedules {
         next: Option<Micros>,
         fired_at: Option<Micros>,
     ) -> Result<bool, Error> {
-        off_runtime(|| {
-            let n = self.conn()?.execute(
+        let id = id.to_owned();
+        self.call(move |c| {
+            let n = c.conn()?.execute(
                 "UPDATE schedules SET next_fire_at = $3, last_fire_at = coalesce($4, last_fire_at)
                  WHERE id = $1 AND next_fire_at IS NOT DISTINCT FROM $2",
                 &[&id, &from, &next, &fired_at],
@@ -254,19 +340,23 @@ impl ScheduleStore for PgSchedules {
         session_id: Option<&str>,
         actor: &Actor,
     ) -> Result<(), Error> {
-        off_runtime(|| {
-            let out = self.store.create(&InitialCommand {
-                entity_type: "schedule_run".into(),
-                entity_id: run_id.into(),
-                status: status.into(),
-                reason: run_reason(reason, reason_json),
-                actor: actor.clone(),
-                patch: Default::default(),
-            })?;
+        let cmd = InitialCommand {
+            entity_type: "schedule_run".into(),
+            entity_id: run_id.into(),
+            status: status.into(),
+            reason: run_reason(reason, reason_json),
+            actor: actor.clone(),
+            patch: Default::default(),
+        };
+        let run_id = run_id.to_owned();
+        let schedule_id = schedule_id.to_owned();
+        let session_id = session_id.map(str::to_owned);
+        self.call(move |c| {
+            let out = c.store.create(&cmd)?;
             if out.result != OutcomeKind::Applied {
-                return Err(Error::Exists(run_id.to_owned()));
+                return Err(Error::Exists(run_id));
             }
-            self.conn()?.execute(
+            c.conn()?.execute(
                 "UPDATE schedule_runs SET schedule_id = $2, due_at = $3, detected_at = $4, session_id = $5 WHERE id = $1",
                 &[&run_id, &schedule_id, &due_at, &detected_at, &session_id],
             )?;
@@ -284,12 +374,12 @@ impl ScheduleStore for PgSchedules {
         actor: &Actor,
     ) -> Result<bool, Error> {
         let cmd = end_command(run_id, status, reason, ended_at, error, actor);
-        off_runtime(|| Ok(self.store.transition(&cmd)?.result == OutcomeKind::Applied))
+        self.call(move |c| Ok(c.store.transition(&cmd)?.result == OutcomeKind::Applied))
     }
 
     fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error> {
-        off_runtime(|| {
-            let rows = self.conn()?.query(
+        self.call(|c| {
+            let rows = c.conn()?.query(
                 "SELECT id, session_id FROM schedule_runs WHERE status = 'running'",
                 &[],
             )?;
@@ -300,8 +390,9 @@ impl ScheduleStore for PgSchedules {
     }
 
     fn session_status(&self, session_id: &str) -> Result<Option<(String, Option<String>)>, Error> {
-        off_runtime(|| {
-            let row = self.conn()?.query_opt(
+        let session_id = session_id.to_owned();
+        self.call(move |c| {
+            let row = c.conn()?.query_opt(
                 "SELECT status, status_reason_code FROM sessions WHERE id = $1",
                 &[&session_id],
             )?;

@@ -64,8 +64,9 @@ pub struct ApplyReport {
 /// the lifecycle store, so every run status obeys the schedule_run policy.
 ///
 /// Every method blocks on the database: call it off an async runtime's
-/// worker (the PostgreSQL store moves itself to a helper thread when it is
-/// called on one, as its driver runs a runtime of its own).
+/// worker (the PostgreSQL store moves off it by itself, through
+/// `block_in_place` or its worker thread, as its driver runs a runtime of
+/// its own).
 pub trait ScheduleStore: Send + Sync + std::fmt::Debug {
     /// Creates one schedule (validated first); its first due instant is
     /// computed from `now`.

@@ -326,3 +326,68 @@ fn two_schedulers_racing_on_one_schema_fire_each_due_instant_once() {
     assert!(runs.iter().all(|r| r.status == "completed"), "{runs:?}");
     drop(store_b);
 }
+
+/// One host's whole life inside `rt`, in a task of its own when `spawned`:
+/// definitions changed, a due schedule fired and its run ended, then every
+/// handle on the store (schedules, launcher, scheduler) dropped there too.
+fn a_host_lives_and_ends_inside(rt: &tokio::runtime::Runtime, spawned: bool) {
+    let Some(env) = PgEnv::new("rt") else {
+        return;
+    };
+    std::fs::write(env.gate(), b"").expect("gate");
+    // A host of its own: nothing outside the runtime keeps its pool alive.
+    let store = PgEnv::open(&env.url, &env.schema);
+    let schedules = Arc::new(PgSchedules::new(
+        store.clone(),
+        Actor::new(ActorType::Operator, "host"),
+    ));
+    let launcher = gated_launcher(store, &env.gate());
+    let spec = interval("poll", 60, env.dir.path());
+    let life = async move {
+        let clock = Arc::new(ManualClock::new(T0));
+        schedules.create(&spec, T0).expect("create");
+        assert_eq!(schedules.list().expect("list").len(), 1);
+        let (mut sched, _) = Scheduler::start(
+            schedules.clone(),
+            Arc::clone(&clock),
+            launcher,
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        clock.advance_secs(60);
+        let fired = sched.tick().expect("tick").fired;
+        assert_eq!(fired.len(), 1);
+        sched.wait_idle().await;
+        let runs = schedules.runs(Some("poll"), 10).expect("runs");
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].status, "completed", "{runs:?}");
+        drop(sched);
+        drop(schedules);
+    };
+    if spawned {
+        rt.block_on(async { tokio::spawn(life).await.expect("the host's task") });
+    } else {
+        rt.block_on(life);
+    }
+    // The host's sessions are gone and the schema is usable by the next.
+    let runs = env.schedules().runs(None, 10).expect("runs");
+    assert_eq!(runs.len(), 1);
+}
+
+#[test]
+fn a_host_on_a_current_thread_runtime_calls_and_drops_the_store_there() {
+    let rt = runtime();
+    a_host_lives_and_ends_inside(&rt, false);
+    a_host_lives_and_ends_inside(&rt, true);
+}
+
+#[test]
+fn a_host_on_a_multi_thread_runtime_calls_and_drops_the_store_there() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    a_host_lives_and_ends_inside(&rt, false);
+    a_host_lives_and_ends_inside(&rt, true);
+}
