@@ -53,83 +53,41 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts the server and completes the `initialize` handshake. The
-    /// registry is empty until the first [`Connection::refresh`].
+    /// Starts the server (or reaches it over HTTP) and completes the
+    /// `initialize` handshake. The registry is empty until the first
+    /// [`Connection::refresh`].
     pub(crate) async fn open(
         server: &str,
         spec: &ServerSpec,
         config: Arc<PoolConfig>,
     ) -> Result<Arc<Self>, Error> {
-        let ServerSpec::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } = spec
-        else {
-            return Err(Error::TransportUnsupported {
-                server: server.to_owned(),
-                detail:
-                    "url servers need the streamable HTTP client, which this build does not include"
-                        .into(),
-            });
-        };
-        let pairs = config.security.child_env(std::env::vars_os(), env);
-        let child_env =
-            ChildEnv::try_from_pairs(pairs).map_err(|e| Error::ServerConfigInvalid {
-                server: server.to_owned(),
-                detail: format!("env: {e}"),
-            })?;
-        let mut leg_spec =
-            LegSpec::new(std::iter::once(command.as_str()).chain(args.iter().map(String::as_str)));
-        leg_spec.cwd.clone_from(cwd);
-        leg_spec.stdin = StdinPolicy::Piped;
-        leg_spec.env = EnvPolicy::Explicit(child_env);
-        leg_spec.streams_first_output_early = false;
-        leg_spec.explicit_watchdogs = Watchdogs::NONE;
-        leg_spec.max_line_len = config.max_message_bytes;
-        leg_spec.line_format = LineFormat::Raw;
-        leg_spec.grace = config.shutdown_grace;
-        leg_spec.stderr_tail_len = config.stderr_tail_bytes;
-        let leg = Leg::spawn(leg_spec).await.map_err(|source| Error::Spawn {
-            server: server.to_owned(),
-            source,
-        })?;
-        let pid = Some(leg.record().pid);
-        let fault = FaultSlot::default();
-        let transport = LegTransport::new(leg, Arc::clone(&fault), config.max_message_bytes);
         let stale = Arc::new(AtomicBool::new(false));
         let changed = Arc::new(Notify::new());
         let handler = Handler {
             stale: Arc::clone(&stale),
             changed: Arc::clone(&changed),
         };
-        // On timeout the handshake future is dropped with the transport in
-        // it, and the leg's Drop backstop kills the server's whole group.
-        let running =
-            match tokio::time::timeout(config.init_timeout, rmcp::serve_client(handler, transport))
-                .await
-            {
-                Err(_) => {
-                    return Err(Error::Timeout {
-                        server: server.to_owned(),
-                        phase: "initialize",
-                        timeout: config.init_timeout,
-                    });
-                }
-                Ok(Err(e)) => {
-                    let fault = take_fault(&fault);
-                    return Err(match fault {
-                        Some(fault) => fault_error(server, "initialize", fault),
-                        None => Error::Rpc {
-                            server: server.to_owned(),
-                            phase: "initialize",
-                            detail: e.to_string(),
-                        },
-                    });
-                }
-                Ok(Ok(running)) => running,
-            };
+        let fault = FaultSlot::default();
+        let (running, pid) = match spec {
+            ServerSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let stdio = StdioSpec {
+                    command,
+                    args,
+                    env,
+                    cwd: cwd.as_deref(),
+                };
+                open_stdio(server, &stdio, &config, handler, &fault).await?
+            }
+            ServerSpec::Url { url, headers } => {
+                let running = crate::http::open(server, url, headers, &config, handler).await?;
+                (running, None)
+            }
+        };
         tracing::info!(server, pid, "mcp server connected");
         let conn = Arc::new(Self {
             server: server.to_owned(),
@@ -308,6 +266,65 @@ impl Connection {
                 }
             }
         }
+    }
+}
+
+/// A stdio entry's fields, borrowed.
+struct StdioSpec<'a> {
+    command: &'a str,
+    args: &'a [String],
+    env: &'a std::collections::BTreeMap<String, String>,
+    cwd: Option<&'a std::path::Path>,
+}
+
+/// Starts a stdio server as a supervised leg and runs the handshake over
+/// its stdin and stdout.
+async fn open_stdio(
+    server: &str,
+    spec: &StdioSpec<'_>,
+    config: &PoolConfig,
+    handler: Handler,
+    fault: &FaultSlot,
+) -> Result<(RunningService<RoleClient, Handler>, Option<i32>), Error> {
+    let pairs = config.security.child_env(std::env::vars_os(), spec.env);
+    let child_env = ChildEnv::try_from_pairs(pairs).map_err(|e| Error::ServerConfigInvalid {
+        server: server.to_owned(),
+        detail: format!("env: {e}"),
+    })?;
+    let mut leg_spec =
+        LegSpec::new(std::iter::once(spec.command).chain(spec.args.iter().map(String::as_str)));
+    leg_spec.cwd = spec.cwd.map(std::path::Path::to_path_buf);
+    leg_spec.stdin = StdinPolicy::Piped;
+    leg_spec.env = EnvPolicy::Explicit(child_env);
+    leg_spec.streams_first_output_early = false;
+    leg_spec.explicit_watchdogs = Watchdogs::NONE;
+    leg_spec.max_line_len = config.max_message_bytes;
+    leg_spec.line_format = LineFormat::Raw;
+    leg_spec.grace = config.shutdown_grace;
+    leg_spec.stderr_tail_len = config.stderr_tail_bytes;
+    let leg = Leg::spawn(leg_spec).await.map_err(|source| Error::Spawn {
+        server: server.to_owned(),
+        source,
+    })?;
+    let pid = Some(leg.record().pid);
+    let transport = LegTransport::new(leg, Arc::clone(fault), config.max_message_bytes);
+    // On timeout the handshake future is dropped with the transport in
+    // it, and the leg's Drop backstop kills the server's whole group.
+    match tokio::time::timeout(config.init_timeout, rmcp::serve_client(handler, transport)).await {
+        Err(_) => Err(Error::Timeout {
+            server: server.to_owned(),
+            phase: "initialize",
+            timeout: config.init_timeout,
+        }),
+        Ok(Err(e)) => Err(match take_fault(fault) {
+            Some(fault) => fault_error(server, "initialize", fault),
+            None => Error::Rpc {
+                server: server.to_owned(),
+                phase: "initialize",
+                detail: e.to_string(),
+            },
+        }),
+        Ok(Ok(running)) => Ok((running, pid)),
     }
 }
 

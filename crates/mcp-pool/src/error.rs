@@ -106,6 +106,18 @@ pub enum Error {
         /// The last lines the server wrote to stderr, if any.
         stderr_tail: String,
     },
+    /// An HTTP server could not be reached: nothing listens at the URL, the
+    /// connection failed, or the server answered with an HTTP error.
+    #[error("mcp server '{server}' could not be reached over http during {phase}: {detail}")]
+    Unreachable {
+        /// The server.
+        server: String,
+        /// What the client was doing.
+        phase: &'static str,
+        /// The HTTP client's description, causes included (never a header
+        /// value).
+        detail: String,
+    },
     /// The server answered with a JSON-RPC error, or the client side of
     /// rmcp failed otherwise.
     #[error("mcp server '{server}' failed {phase}: {detail}")]

@@ -9,7 +9,8 @@
 //!   `MCPSecurityConfig`) decides which commands may be started and which
 //!   URLs reached, before anything is spawned; it fails closed by default
 //!   and is independent of admission both ways.
-//! - **One connection per server**, opened on first use: the server runs as
+//! - **One connection per server**, opened on first use: a `url` server
+//!   over streamable HTTP (see below); otherwise the server runs as
 //!   a cli-supervisor leg (its own process group, stdout lines bounded by
 //!   [`PoolConfig::max_message_bytes`], a bounded stderr tail, group
 //!   teardown with SIGTERM, grace and SIGKILL, and a Drop backstop), with
@@ -63,9 +64,30 @@
 //!   ([`Error::Protocol`]) rather than being skipped: the stdio transport
 //!   forbids anything else on stdout, and a server that breaks that is not
 //!   trusted further.
-//! - URL servers pass the same authorization (https or wss only, host
-//!   allowlist) but this build has no HTTP client compiled in: connecting
-//!   to one is [`Error::TransportUnsupported`].
+//! - URL servers pass the same authorization (https or wss, host
+//!   allowlist; plain http to a loopback host only when
+//!   [`SecurityConfig::allow_loopback_http`] is set) and are then reached
+//!   with rmcp's streamable HTTP client. The `headers` of the entry are
+//!   sent with every request (the transport's own headers cannot be
+//!   overridden; an invalid name or value is [`Error::ServerConfigInvalid`],
+//!   which never quotes the value). A server that cannot be reached is
+//!   [`Error::Unreachable`]; one that accepts but never answers is
+//!   [`Error::Timeout`].
+//!
+//! # TLS
+//!
+//! None ships. The HTTP client is reqwest with its default features off
+//! (rmcp's `transport-streamable-http-client-reqwest`, without its
+//! `reqwest` TLS feature): rmcp's TLS options are rustls with the aws-lc-rs
+//! provider (a C and assembly build, by far the largest part of the tree),
+//! native-tls (the system's OpenSSL at build and run time), or rustls with
+//! no provider (a provider crate to add and install at start). Every test
+//! and the local servers this runtime is pointed at today speak plain
+//! `http://` on loopback, so the build stays without a TLS stack: an
+//! `https` URL is authorized but then refused with
+//! [`Error::TransportUnsupported`] before any connection is attempted, and
+//! `wss` (a WebSocket transport) likewise. Adding TLS is enabling one of
+//! those rmcp features and dropping that refusal.
 //!
 //! # Performance
 //!
@@ -113,6 +135,7 @@ mod config;
 mod connection;
 mod error;
 mod gate;
+mod http;
 mod pool;
 mod registry;
 mod security;

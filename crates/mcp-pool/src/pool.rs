@@ -30,7 +30,8 @@ pub struct PoolConfig {
     /// Time allowed for one `tools/list` (all pages) or `tools/call`.
     pub request_timeout: Duration,
     /// The longest message accepted from a server, in bytes; a longer one
-    /// closes the connection with [`Error::Protocol`].
+    /// closes the connection with [`Error::Protocol`] (over HTTP: the
+    /// largest JSON response body or SSE event rmcp's client accepts).
     pub max_message_bytes: usize,
     /// How much of a server's stderr is kept for error reports.
     pub stderr_tail_bytes: usize,

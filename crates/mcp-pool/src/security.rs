@@ -42,8 +42,13 @@ pub struct SecurityConfig {
     /// When set, the only commands allowed, as bare names: a command with
     /// a path separator is then refused.
     pub command_allowlist: Option<BTreeSet<String>>,
-    /// Whether URL servers may be reached at all (https only).
+    /// Whether URL servers may be reached at all (https only, but see
+    /// `allow_loopback_http`).
     pub allow_urls: bool,
+    /// Whether plain `http://` is allowed to a loopback host (`localhost`,
+    /// `127.0.0.0/8`, `::1`): traffic that never leaves the machine. Off by
+    /// default; plain http to any other host is always refused.
+    pub allow_loopback_http: bool,
     /// When set, the only hosts allowed (exact, case-insensitive).
     pub url_allowlist: Option<BTreeSet<String>>,
     /// Inherited variables whose name contains one of these are dropped.
@@ -58,6 +63,7 @@ impl Default for SecurityConfig {
             allow_commands: false,
             command_allowlist: None,
             allow_urls: false,
+            allow_loopback_http: false,
             url_allowlist: None,
             env_denylist_patterns: DEFAULT_ENV_DENYLIST
                 .iter()
@@ -115,9 +121,18 @@ impl SecurityConfig {
                 }
                 let (scheme, host) = scheme_and_host(url)
                     .ok_or_else(|| deny(format!("url '{url}' has no scheme and host")))?;
-                if scheme != "https" && scheme != "wss" {
+                let loopback_http =
+                    scheme == "http" && self.allow_loopback_http && is_loopback_host(&host);
+                if scheme != "https" && scheme != "wss" && !loopback_http {
+                    let hint = if scheme == "http" && !self.allow_loopback_http {
+                        " (plain http is allowed only to loopback, with allow_loopback_http)"
+                    } else if scheme == "http" {
+                        " (plain http is allowed only to loopback)"
+                    } else {
+                        ""
+                    };
                     return Err(deny(format!(
-                        "url transport requires https or wss, got '{scheme}'"
+                        "url transport requires https or wss, got '{scheme}'{hint}"
                     )));
                 }
                 if let Some(allowed) = &self.url_allowlist
@@ -161,6 +176,25 @@ impl SecurityConfig {
             .iter()
             .any(|p| upper.contains(&p.to_ascii_uppercase()))
     }
+}
+
+/// Whether `host` (lowercased, brackets removed) names this machine:
+/// `localhost`, an IPv4 address in `127.0.0.0/8` (four decimal parts) or
+/// the IPv6 loopback `::1`. Anything else, other spellings of those
+/// addresses included, is not loopback (fail closed).
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    if host == "localhost" {
+        return true;
+    }
+    if host.contains(':') {
+        return host
+            .parse::<std::net::Ipv6Addr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    }
+    // `Ipv4Addr`'s parser takes only the dotted-quad decimal form, which
+    // is the form every client resolves the same way.
+    host.parse::<std::net::Ipv4Addr>()
+        .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The lowercased scheme and host of `url`, userinfo and port removed, or

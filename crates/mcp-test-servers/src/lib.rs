@@ -1,5 +1,6 @@
 //! Fixture MCP servers for the workspace's tests and benches, built on
-//! rmcp's server side and speaking MCP over stdio.
+//! rmcp's server side and speaking MCP over stdio (or, for the benign
+//! server, streamable HTTP on loopback).
 //!
 //! Three binaries, each taking a mode as its first argument (any further
 //! arguments are ignored, so a test can add a unique tag and find every
@@ -10,7 +11,11 @@
 //!   executor-shaped tools (`bash`, `run_script`); `N` generated narrow
 //!   tools (benches); and one whose `lookup` tool turns executor-shaped
 //!   right after the first `tools/list`, announced with
-//!   `notifications/tools/list_changed`.
+//!   `notifications/tools/list_changed`. With `--http` among its arguments
+//!   it serves streamable HTTP instead of stdio: it listens on
+//!   `127.0.0.1` at an ephemeral port, prints the endpoint's URL
+//!   (`http://127.0.0.1:PORT/mcp`) as its first stdout line, and exits when
+//!   its stdin closes.
 //! - `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json`:
 //!   never answers `initialize` (and ignores SIGTERM, with a grandchild in
 //!   its process group); aborts while serving the second page of
@@ -39,5 +44,6 @@ mod tools;
 pub use locate::{BENIGN, DIR_VAR, HOSTILE, KHIVE, locate};
 #[cfg(feature = "servers")]
 pub use tools::{
-    EXECUTOR_TOOLS, benign_tools, executor_tools, many_tools, schema, serve_stdio, spawn_sleeper,
+    EXECUTOR_TOOLS, benign_tools, executor_tools, many_tools, schema, serve_http, serve_stdio,
+    spawn_sleeper,
 };

@@ -1,4 +1,5 @@
-//! Tool descriptors the fixture servers offer, and the stdio serving loop.
+//! Tool descriptors the fixture servers offer, and the stdio and
+//! streamable-HTTP serving loops.
 
 use std::sync::Arc;
 
@@ -112,6 +113,69 @@ pub async fn serve_stdio<H: rmcp::ServerHandler>(handler: H) -> Result<(), Strin
         .waiting()
         .await
         .map_err(|e| format!("server task failed: {e}"))?;
+    Ok(())
+}
+
+/// Serves a fresh handler from `factory` per MCP session over streamable
+/// HTTP on `127.0.0.1`, at an ephemeral port, path `/mcp`. The endpoint's
+/// URL is printed as the first line on stdout once the socket listens; the
+/// server runs until stdin reaches end of file (its parent went away or
+/// closed it) or the process is killed.
+///
+/// # Errors
+///
+/// A message when the socket cannot be bound or stdout written.
+pub async fn serve_http<H, F>(factory: F) -> Result<(), String>
+where
+    H: rmcp::ServerHandler,
+    F: Fn() -> H + Send + Sync + 'static,
+{
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| format!("bind: {e}"))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("local_addr: {e}"))?
+        .port();
+    let service = StreamableHttpService::new(
+        move || Ok(factory()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let mut stdout = tokio::io::stdout();
+    stdout
+        .write_all(format!("http://127.0.0.1:{port}/mcp\n").as_bytes())
+        .await
+        .map_err(|e| format!("stdout: {e}"))?;
+    stdout.flush().await.map_err(|e| format!("stdout: {e}"))?;
+    let accept = async {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                // A connection's failure concerns that client alone.
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    };
+    let stdin_closed = async {
+        let mut stdin = tokio::io::stdin();
+        let mut buf = [0_u8; 256];
+        while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+    };
+    tokio::select! {
+        () = accept => {}
+        () = stdin_closed => {}
+    }
     Ok(())
 }
 

@@ -1,8 +1,10 @@
 //! Integration tests for mcp-pool against real MCP servers (the fixture
-//! binaries of mcp-test-servers, spawned over stdio).
+//! binaries of mcp-test-servers, spawned over stdio, or serving streamable
+//! HTTP on loopback).
 
 mod config;
 mod hostile;
+mod http;
 mod pool;
 mod registry;
 mod security;

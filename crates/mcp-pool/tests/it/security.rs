@@ -188,3 +188,56 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn plain_http_is_allowed_only_to_loopback_and_only_when_asked() {
+    let mut security = SecurityConfig::trusted();
+    let e = security
+        .authorize("s", &url("http://127.0.0.1:8080/mcp"))
+        .unwrap_err();
+    assert!(e.to_string().contains("allow_loopback_http"), "{e}");
+    security.allow_loopback_http = true;
+    for allowed in [
+        "http://127.0.0.1:8080/mcp",
+        "http://127.10.0.3/mcp",
+        "http://localhost:3000/mcp",
+        "http://LOCALHOST/mcp",
+        "http://[::1]:9000/mcp",
+        "https://example.com/mcp",
+    ] {
+        assert!(
+            security.authorize("s", &url(allowed)).is_ok(),
+            "{allowed} must be allowed"
+        );
+    }
+    for refused in [
+        "http://example.com/mcp",
+        "http://127.0.0.1.example.com/mcp",
+        "http://localhost.example.com/mcp",
+        "http://127.0.0.1@example.com/mcp",
+        "http://example.com\\@127.0.0.1/mcp",
+        "http://2130706433/mcp",
+        "http://0x7f.0.0.1/mcp",
+        "http://127.1/mcp",
+        "http://0.0.0.0/mcp",
+        "http://[::ffff:127.0.0.1]/mcp",
+        "http://10.0.0.1/mcp",
+    ] {
+        assert!(
+            security.authorize("s", &url(refused)).is_err(),
+            "{refused} must be refused"
+        );
+    }
+    // The host allowlist still applies to loopback.
+    security.url_allowlist = Some(BTreeSet::from(["localhost".to_owned()]));
+    assert!(
+        security
+            .authorize("s", &url("http://localhost/mcp"))
+            .is_ok()
+    );
+    assert!(
+        security
+            .authorize("s", &url("http://127.0.0.1/mcp"))
+            .is_err()
+    );
+}

@@ -1,5 +1,6 @@
-//! `mcp-benign-server benign|executor|many N|list-changes [TAG...]`: a
-//! well-behaved MCP server over stdio (see the crate docs for the modes).
+//! `mcp-benign-server benign|executor|many N|list-changes [--http] [TAG...]`:
+//! a well-behaved MCP server over stdio, or over streamable HTTP on loopback
+//! with `--http` (see the crate docs for the modes).
 #![forbid(unsafe_code)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,8 +14,9 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
-use mcp_test_servers::{benign_tools, executor_tools, many_tools, schema, serve_stdio};
+use mcp_test_servers::{benign_tools, executor_tools, many_tools, schema, serve_http, serve_stdio};
 
+#[derive(Clone, Copy)]
 enum Mode {
     Benign,
     Executor,
@@ -126,6 +128,7 @@ impl rmcp::ServerHandler for Server {
 
 #[allow(clippy::print_stderr, reason = "a fixture binary reports usage errors")]
 fn main() {
+    let http = std::env::args().skip(1).any(|a| a == "--http");
     let mut args = std::env::args().skip(1);
     let mode = match args.next().as_deref() {
         None | Some("benign") => Mode::Benign,
@@ -147,11 +150,16 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let server = Server {
+    let new_server = move || Server {
         mode,
         flipped: AtomicBool::new(false),
     };
-    if let Err(e) = runtime.block_on(serve_stdio(server)) {
+    let served = if http {
+        runtime.block_on(serve_http(new_server))
+    } else {
+        runtime.block_on(serve_stdio(new_server()))
+    };
+    if let Err(e) = served {
         eprintln!("{e}");
         std::process::exit(1);
     }

@@ -1,0 +1,216 @@
+//! Servers reached over streamable HTTP: the benign fixture server in its
+//! `--http` mode (rmcp's own HTTP server side) on a loopback port.
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+use std::time::Duration;
+
+use mcp_pool::{DenialReason, Error, McpPool, PoolConfig, SecurityConfig};
+use mcp_test_servers::BENIGN;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::{fixture, tag};
+
+/// A fixture server serving HTTP; killed when dropped.
+struct HttpServer {
+    _child: Child,
+    url: String,
+}
+
+/// Starts the benign fixture server in `mode` over HTTP and reads the URL
+/// it prints once it listens.
+async fn http_server(mode: &str) -> HttpServer {
+    let mut child = Command::new(fixture(BENIGN))
+        .args([mode, "--http", &tag()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn the http fixture server");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    // Generous: the first line comes once the socket listens, which a
+    // loaded machine may take a while to get to.
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        BufReader::new(stdout).read_line(&mut line),
+    )
+    .await
+    .expect("the server printed its url in time")
+    .expect("read the url");
+    let url = line.trim().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    HttpServer { _child: child, url }
+}
+
+/// A pool reaching URLs, plain http to loopback included, with generous
+/// limits (these tests check outcomes, not speed).
+fn http_config() -> PoolConfig {
+    let mut security = SecurityConfig::trusted();
+    security.allow_loopback_http = true;
+    let mut config = PoolConfig::with_security(security);
+    config.init_timeout = Duration::from_secs(60);
+    config.request_timeout = Duration::from_secs(60);
+    config
+}
+
+// contract: ADM-002
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_listed_and_admitted_over_http_and_executor_tools_refused() {
+    let server = http_server("executor").await;
+    let pool = McpPool::new(http_config());
+    pool.add_server(
+        "web",
+        json!({"url": server.url, "headers": {"X-Test": "1"}}),
+    );
+    let listing = pool.list_tools("web").await.expect("list over http");
+    let admitted: Vec<&str> = listing.admitted.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(admitted, ["add", "echo", "search_code"]);
+    let denied: Vec<&str> = listing.denied.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(denied, ["bash", "run_script"]);
+    assert!(
+        listing
+            .denied
+            .iter()
+            .all(|d| matches!(d.reason, DenialReason::Admission(_)))
+    );
+    // Not a process of ours: an HTTP connection has no pid.
+    assert_eq!(pool.server_pid("web").await, None);
+    // The transport allowed the server; its refused tool still cannot be
+    // called, and nothing reaches the server for it.
+    let e = pool
+        .call_tool("web", "bash", json!({"command": "ls"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::ToolNotAdmitted { .. }), "{e}");
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admitted_tool_is_called_over_http_with_validated_arguments() {
+    let server = http_server("benign").await;
+    let pool = McpPool::new(http_config());
+    pool.add_server("web", json!({"url": server.url}));
+    let sum = pool
+        .call_tool("web", "add", json!({"a": 2, "b": 40}))
+        .await
+        .expect("tools/call over http");
+    assert!(!sum.is_error);
+    assert_eq!(sum.result["content"][0]["text"], "42");
+    let echo = pool
+        .call_tool("web", "echo", json!({"text": "over http"}))
+        .await
+        .expect("a second call on the pooled connection");
+    assert_eq!(echo.result["content"][0]["text"], "over http");
+    let e = pool
+        .call_tool("web", "add", json!({"a": 1, "b": "two"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidArguments { path, .. } if path == "/b"),
+        "{e}"
+    );
+    pool.shutdown().await;
+}
+
+/// Accepts on `listener` for a moment and reports whether anything
+/// connected.
+fn connected(listener: &std::net::TcpListener) -> bool {
+    listener.set_nonblocking(true).expect("nonblocking");
+    listener.accept().is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_outside_the_allowed_set_is_refused_without_connecting() {
+    // A listener that would see any connection attempt (the kernel
+    // completes the handshake into its backlog even before accept).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+
+    // Not on the host allowlist.
+    let mut config = http_config();
+    config.security.url_allowlist = Some(BTreeSet::from(["localhost".to_owned()]));
+    let pool = McpPool::new(config);
+    pool.add_server("web", json!({"url": url}));
+    let e = pool.list_tools("web").await.unwrap_err();
+    assert!(matches!(e, Error::TransportDenied { .. }), "{e}");
+    assert!(e.to_string().contains("not in the allowlist"), "{e}");
+
+    // Plain http without the loopback allowance.
+    let pool = McpPool::new(PoolConfig::with_security(SecurityConfig::trusted()));
+    pool.add_server("web", json!({"url": url}));
+    let e = pool.list_tools("web").await.unwrap_err();
+    assert!(matches!(e, Error::TransportDenied { .. }), "{e}");
+    assert!(e.to_string().contains("allow_loopback_http"), "{e}");
+
+    // URLs off entirely (the default).
+    let pool = McpPool::new(PoolConfig::default());
+    pool.add_server("web", json!({"url": url}));
+    let e = pool.list_tools("web").await.unwrap_err();
+    assert!(e.to_string().contains("allow_urls is off"), "{e}");
+
+    assert!(!connected(&listener), "a refused url was connected to");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_is_down_is_a_typed_error_not_a_hang() {
+    // A port that was just free: bound, then released.
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        probe.local_addr().expect("addr").port()
+    };
+    let pool = McpPool::new(http_config());
+    pool.add_server(
+        "down",
+        json!({"url": format!("http://127.0.0.1:{port}/mcp")}),
+    );
+    // The 60 s init timeout bounds the wait; a refused connection must be
+    // reported as such, well before it.
+    let e = pool.list_tools("down").await.unwrap_err();
+    let Error::Unreachable {
+        server,
+        phase,
+        detail,
+    } = &e
+    else {
+        panic!("expected unreachable, got {e:?}");
+    };
+    assert_eq!((server.as_str(), *phase), ("down", "initialize"));
+    assert!(!detail.is_empty());
+    assert!(e.is_server_failure());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_this_build_cannot_speak_is_refused_before_connecting() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let pool = McpPool::new(http_config());
+    // https is authorized (to any host) but needs TLS, not compiled in.
+    pool.add_server(
+        "tls",
+        json!({"url": format!("https://localhost:{port}/mcp")}),
+    );
+    let e = pool.list_tools("tls").await.unwrap_err();
+    assert!(matches!(e, Error::TransportUnsupported { .. }), "{e}");
+    assert!(e.to_string().contains("TLS"), "{e}");
+    // A header the transport sets itself, and a value that cannot be
+    // sent; the message never quotes the value.
+    pool.add_server(
+        "reserved",
+        json!({"url": format!("http://127.0.0.1:{port}/mcp"), "headers": {"Mcp-Session-Id": "x"}}),
+    );
+    let e = pool.list_tools("reserved").await.unwrap_err();
+    assert!(matches!(e, Error::ServerConfigInvalid { .. }), "{e}");
+    pool.add_server(
+        "badvalue",
+        json!({"url": format!("http://127.0.0.1:{port}/mcp"), "headers": {"Authorization": "Bearer s3cr3t\n"}}),
+    );
+    let e = pool.list_tools("badvalue").await.unwrap_err();
+    assert!(matches!(e, Error::ServerConfigInvalid { .. }), "{e}");
+    assert!(!e.to_string().contains("s3cr3t"), "{e}");
+    assert!(!connected(&listener), "a refused entry was connected to");
+}
