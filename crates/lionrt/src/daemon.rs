@@ -384,10 +384,6 @@ where
         ..SchedulerConfig::default()
     };
     let launcher = Arc::new(launcher(store)?);
-    // Held past the runtime: the store's pool must not be dropped on the
-    // runtime's thread (the PostgreSQL driver closes its connections with
-    // a `block_on` of its own, which panics there).
-    let keep = Arc::clone(&launcher);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -452,7 +448,6 @@ where
         anyhow::Ok(())
     })?;
     drop(runtime);
-    drop(keep);
     drop(lock);
     Ok(ExitCode::SUCCESS)
 }
