@@ -62,6 +62,11 @@ pub(crate) struct CommonArgs {
     /// Reach only these URL hosts (repeatable); default: any https host.
     #[arg(long = "allow-host", value_name = "HOST")]
     allow_hosts: Vec<String>,
+    /// Also allow plain `http://` URLs to loopback hosts (`localhost`,
+    /// `127.0.0.0/8`, `::1`). This build speaks no TLS, so an `https` server
+    /// is refused as unsupported: local servers are the ones reachable.
+    #[arg(long)]
+    allow_loopback_http: bool,
     /// Seconds a server gets to answer `initialize`.
     #[arg(long, default_value_t = 10, value_name = "SECS")]
     init_timeout: u64,
@@ -151,6 +156,7 @@ fn pool(common: &CommonArgs, gate: bool) -> Result<(McpPool, Vec<String>, PathBu
     if !common.allow_hosts.is_empty() {
         security.url_allowlist = Some(common.allow_hosts.iter().cloned().collect::<BTreeSet<_>>());
     }
+    security.allow_loopback_http = common.allow_loopback_http;
     let mut config = PoolConfig::with_security(security);
     config.init_timeout = Duration::from_secs(common.init_timeout.max(1));
     if gate {

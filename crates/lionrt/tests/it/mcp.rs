@@ -251,3 +251,112 @@ fn audit_refuses_an_unknown_format_as_a_usage_error_listing_the_choices() {
         assert!(err.contains(choice), "{err}");
     }
 }
+
+/// The benign fixture server serving streamable HTTP on loopback; killed
+/// when dropped.
+struct HttpFixture {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpFixture {
+    fn start(mode: &str) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(fixture(BENIGN))
+            .args([mode, "--http"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn the http fixture server");
+        let mut line = String::new();
+        // The first line is the URL, written once the socket listens (end
+        // of file, if the server died, fails the assertion below).
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the url");
+        let url = line.trim().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+        Self { child, url }
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn audit_and_call_reach_a_loopback_http_server_only_when_allowed() {
+    let server = HttpFixture::start("executor");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let config = write_config(
+        dir.path(),
+        json!({"web": {"url": server.url, "headers": {"X-Client": "lionrt-test"}}}),
+    );
+    // Plain http is refused unless asked for: the server cannot be audited.
+    let refused = lionrt(
+        &db,
+        &["mcp", "audit", "--config", &config, "--format", "jsonl"],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let said = format!(
+        "{}{}",
+        stdout(&refused),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(said.contains("allow_loopback_http"), "{said}");
+    let audited = lionrt(
+        &db,
+        &[
+            "mcp",
+            "audit",
+            "--config",
+            &config,
+            "--format",
+            "jsonl",
+            "--allow-loopback-http",
+        ],
+    );
+    assert_eq!(
+        audited.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&audited.stderr)
+    );
+    let lines: Vec<Value> = stdout(&audited)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    let mut denied: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["verdict"] == "deny")
+        .filter_map(|l| l["tool"].as_str())
+        .collect();
+    denied.sort_unstable();
+    assert_eq!(denied, ["bash", "run_script"], "{lines:?}");
+    let called = lionrt(
+        &db,
+        &[
+            "mcp",
+            "call",
+            "web",
+            "add",
+            "--args",
+            r#"{"a": 20, "b": 22}"#,
+            "--config",
+            &config,
+            "--allow-loopback-http",
+        ],
+    );
+    assert_eq!(
+        called.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&called.stderr)
+    );
+    assert!(stdout(&called).contains("42"), "{}", stdout(&called));
+}
