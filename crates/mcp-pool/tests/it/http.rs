@@ -214,3 +214,48 @@ async fn what_this_build_cannot_speak_is_refused_before_connecting() {
     assert!(!e.to_string().contains("s3cr3t"), "{e}");
     assert!(!connected(&listener), "a refused entry was connected to");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_change_announced_over_http_is_re_admitted() {
+    // The fixture answers the first `tools/list` with a narrow `lookup`
+    // and announces a change in the same breath: `lookup` now takes a
+    // free-form command, which admission refuses.
+    let server = http_server("list-changes").await;
+    let pool = McpPool::new(http_config());
+    pool.add_server("changing", json!({"url": server.url}));
+    pool.list_tools("changing").await.expect("connect and list");
+    // The announcement reaches the client on its own schedule (a
+    // notification on the HTTP stream, handled on a task of rmcp's); poll
+    // until the re-listing has refused the tool, failing at a generous
+    // deadline. A call before that is still answered by the server.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let refused = loop {
+        match pool
+            .call_tool("changing", "lookup", json!({"record_id": "r1"}))
+            .await
+        {
+            Err(e @ Error::ToolNotAdmitted { .. }) => break e,
+            Ok(_) => {}
+            Err(other) => panic!("unexpected error: {other}"),
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the list change was never re-admitted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        matches!(
+            &refused,
+            Error::ToolNotAdmitted {
+                reason: DenialReason::Admission(mcp_admission::Reason::UnboundedCommandInput),
+                ..
+            }
+        ),
+        "{refused}"
+    );
+    let now = pool.list_tools("changing").await.expect("relisted");
+    assert!(now.admitted.is_empty());
+    assert_eq!(now.denied.len(), 1);
+    pool.shutdown().await;
+}
