@@ -9,6 +9,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -102,7 +103,19 @@ impl ChildEnv {
         self.vars.get(name.as_ref()).map(OsString::as_os_str)
     }
 
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&OsString, &OsString)> {
+    /// The variables as UTF-8 strings, for plain-data carriers (e.g. an
+    /// invocation's environment additions); `None` when a name or value is
+    /// not UTF-8. Reading the values is an explicit act; no rendering does it.
+    pub fn to_utf8_map(&self) -> Option<BTreeMap<String, String>> {
+        self.vars
+            .iter()
+            .map(|(k, v)| Some((k.to_str()?.to_owned(), v.to_str()?.to_owned())))
+            .collect()
+    }
+
+    /// The variables, in name order. Reading the values is an explicit act;
+    /// no rendering does it.
+    pub fn iter(&self) -> impl Iterator<Item = (&OsString, &OsString)> {
         self.vars.iter()
     }
 }
@@ -328,25 +341,32 @@ pub enum EnvPolicy {
 
 type SpawnFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
 
-/// The `on_spawn` callback carrier, called exactly once with the spawn record.
+/// The `on_spawn` callback carrier, called once per spawned child with the
+/// spawn record.
 ///
-/// It renders as `<on_spawn>` whatever the callback captured, and it is
-/// `FnOnce` by type, so "exactly once" is enforced by the compiler. Both the
+/// It renders as `<on_spawn>` whatever the callback captured. Both the
 /// synchronous and the asynchronous form produce a future that the spawn
 /// path drives to completion before any output is read: an async recorder
-/// cannot be registered and silently left un-run.
+/// cannot be registered and silently left un-run. A [`LegSpec`](crate::LegSpec)
+/// holds at most one and the spawn takes it, so each leg calls it exactly
+/// once.
+///
+/// Cloning shares the very same callback (and whatever receiver it
+/// captured): a copy of an endpoint or a request reports its spawns to the
+/// original receiver. Equality is identity ([`same_as`](Self::same_as)).
+#[derive(Clone)]
 pub struct OnSpawn {
-    call: Box<dyn FnOnce(SpawnedProcess) -> SpawnFuture + Send>,
+    call: Arc<dyn Fn(SpawnedProcess) -> SpawnFuture + Send + Sync>,
 }
 
 impl OnSpawn {
     /// A synchronous callback.
     pub fn sync<F>(f: F) -> Self
     where
-        F: FnOnce(&SpawnedProcess) -> Result<(), BoxError> + Send + 'static,
+        F: Fn(&SpawnedProcess) -> Result<(), BoxError> + Send + Sync + 'static,
     {
         Self {
-            call: Box::new(move |record| {
+            call: Arc::new(move |record| {
                 let outcome = f(&record);
                 Box::pin(std::future::ready(outcome))
             }),
@@ -357,18 +377,52 @@ impl OnSpawn {
     /// of output is read.
     pub fn asynchronous<F, Fut>(f: F) -> Self
     where
-        F: FnOnce(SpawnedProcess) -> Fut + Send + 'static,
+        F: Fn(SpawnedProcess) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
         Self {
-            call: Box::new(move |record| Box::pin(f(record))),
+            call: Arc::new(move |record| Box::pin(f(record))),
         }
     }
 
-    pub(crate) fn start(self, record: SpawnedProcess) -> SpawnFuture {
+    /// Runs the callback for `record`. The returned future must be driven
+    /// to completion (a synchronous callback has already run when this
+    /// returns; its future is ready).
+    pub fn call(
+        &self,
+        record: SpawnedProcess,
+    ) -> Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>> {
         (self.call)(record)
     }
+
+    /// `self` first, then `next` (only when `self` succeeded): one callback
+    /// that a leg drives to completion as a whole.
+    pub fn then(self, next: OnSpawn) -> OnSpawn {
+        OnSpawn::asynchronous(move |record| {
+            let first = self.call(record);
+            let next = next.clone();
+            async move {
+                first.await?;
+                next.call(record).await
+            }
+        })
+    }
+
+    /// Whether both are the same callback object.
+    pub fn same_as(&self, other: &OnSpawn) -> bool {
+        Arc::ptr_eq(&self.call, &other.call)
+    }
 }
+
+/// Identity, as [`same_as`](OnSpawn::same_as): two carriers are equal when
+/// they hold the very same callback object.
+impl PartialEq for OnSpawn {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_as(other)
+    }
+}
+
+impl Eq for OnSpawn {}
 
 impl fmt::Debug for OnSpawn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

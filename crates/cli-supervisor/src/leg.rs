@@ -214,7 +214,7 @@ impl Leg {
         };
         tracing::info!(pid, create_time = ?record.create_time, "leg spawned");
         if let Some(on_spawn) = spec.on_spawn.take() {
-            let mut recording = on_spawn.start(record);
+            let mut recording = on_spawn.call(record);
             let outcome = poll_fn(|cx| {
                 match std::panic::catch_unwind(AssertUnwindSafe(|| recording.as_mut().poll(cx))) {
                     Ok(Poll::Pending) => Poll::Pending,

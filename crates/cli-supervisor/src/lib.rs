@@ -35,7 +35,11 @@
 //! settings file's `secrets.lookup` to a child environment (see
 //! [`SettingsFile`]). Runtime-only values ([`ChildEnv`], [`OnSpawn`]) render
 //! as placeholders (`<env: N variable(s)>`, `<on_spawn>`) in Debug, Display,
-//! serde output and error messages.
+//! serde output and error messages. They are the one set of carriers in the
+//! workspace: providers-core re-exports them for request types and
+//! endpoints, so the value a caller sets is the value a leg is spawned
+//! with. An [`OnSpawn`] is cloneable (clones share the callback and compare
+//! equal by identity) and a leg calls it once.
 //!
 //! # Decisions where the spec is open
 //!

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use providers_core::{
     AgentRequest, CliFields, Effort, Invocation, McpForwarding, PrivateFile, Provider, Stdin,
+    invocation_env,
 };
 
 use crate::error::Error;
@@ -34,8 +35,9 @@ impl ClaudeProvider {
     /// never read as a flag and no variadic flag swallows it. The
     /// workspace becomes the cwd; stdin is the null device; the request's
     /// runtime-only `env` becomes [`Invocation::env`]. `on_spawn` is not
-    /// part of an invocation (plain data): the runner takes it from the
-    /// request.
+    /// part of an invocation (plain data): a caller hands it to the runner
+    /// with the env (`RunConfig::on_spawn`, `RunConfig::env`), which chains
+    /// it after the session's own spawn recorder.
     pub fn invocation_for(&self, req: &ClaudeCodeRequest) -> Result<Invocation, Error> {
         req.validate()?;
         let mut argv = vec![
@@ -62,11 +64,7 @@ impl ClaudeProvider {
             argv,
             cwd: req.workspace.clone(),
             stdin: Stdin::Null,
-            env: req
-                .env
-                .as_ref()
-                .map(|e| e.vars().clone())
-                .unwrap_or_default(),
+            env: invocation_env(req.env.as_ref())?,
         })
     }
 }

@@ -443,7 +443,7 @@ fn running_as_root() -> bool {
 impl ClaudeCodeRequest {
     /// Whether the child will see `IS_SANDBOX=1`.
     fn sandbox_declared(&self) -> bool {
-        match self.env.as_ref().and_then(|e| e.vars().get("IS_SANDBOX")) {
+        match self.env.as_ref().and_then(|e| e.get("IS_SANDBOX")) {
             Some(v) => v == "1",
             None => std::env::var("IS_SANDBOX").is_ok_and(|v| v == "1"),
         }

@@ -6,6 +6,7 @@ use std::hash::BuildHasher as _;
 
 use providers_core::{
     AgentRequest, CliFields, Effort, Invocation, McpForwarding, PrivateFile, Provider, Stdin,
+    invocation_env,
 };
 
 use crate::effort::clamp_codex_effort;
@@ -56,8 +57,10 @@ impl CodexProvider {
     /// never set: `-C` already names the workspace, and a cwd as well would
     /// make codex resolve a relative `-C repo` to `repo/repo`. The
     /// request's runtime-only `env` becomes [`Invocation::env`];
-    /// `on_spawn` is not part of an invocation (plain data): the runner
-    /// takes it from the request.
+    /// `on_spawn` is not part of an invocation (plain data): a caller hands
+    /// it to the runner with the env (`RunConfig::on_spawn`,
+    /// `RunConfig::env`), which chains it after the session's own spawn
+    /// recorder.
     pub fn invocation_for(&self, req: &CodexRequest) -> Result<Invocation, Error> {
         if req.prompt.trim().is_empty() {
             return Err(Error::EmptyPrompt);
@@ -76,11 +79,7 @@ impl CodexProvider {
             argv.push(format!("model_reasoning_effort=\"{level}\""));
         }
         let mut files = Vec::new();
-        let mut env = req
-            .env
-            .as_ref()
-            .map(|e| e.vars().clone())
-            .unwrap_or_default();
+        let mut env = invocation_env(req.env.as_ref())?;
         if let Some(servers) = &req.mcp_servers {
             let mut plan = codex_mcp_overrides(
                 servers.as_map(),

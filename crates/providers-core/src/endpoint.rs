@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
+pub use cli_supervisor::{ChildEnv, OnSpawn, SpawnedProcess};
+
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
@@ -18,87 +20,14 @@ use crate::provider::AgentRequest;
 /// uses this very constant; there is no second copy.
 pub const RUNTIME_STATE_NAMES: [&str; 2] = ["env", "on_spawn"];
 
-/// A child's environment. Its Debug shows only the variable count.
-#[derive(Clone, PartialEq, Eq, Default)]
-pub struct ChildEnv(BTreeMap<String, String>);
-
-impl ChildEnv {
-    /// An environment of `vars`.
-    pub fn new(vars: BTreeMap<String, String>) -> Self {
-        Self(vars)
-    }
-    /// The variables.
-    pub fn vars(&self) -> &BTreeMap<String, String> {
-        &self.0
-    }
-    /// The number of variables.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-    /// Whether there are no variables.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for ChildEnv {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "<env: {} variable(s)>", self.0.len())
-    }
-}
-
-/// Same as Debug: the variable count only, never a name or value.
-impl fmt::Display for ChildEnv {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
-
-/// What a spawn callback is told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SpawnInfo {
-    /// The child's pid.
-    pub pid: u32,
-}
-
-/// A spawn callback. Cloning shares the very same callback (and whatever
-/// receiver it captured), which is what copying runtime state requires.
-#[derive(Clone)]
-pub struct OnSpawn(Arc<dyn Fn(&SpawnInfo) + Send + Sync>);
-
-impl OnSpawn {
-    /// Wraps `f`.
-    pub fn new(f: impl Fn(&SpawnInfo) + Send + Sync + 'static) -> Self {
-        Self(Arc::new(f))
-    }
-    /// Calls the callback.
-    pub fn call(&self, info: &SpawnInfo) {
-        (self.0)(info);
-    }
-    /// Whether both are the same callback object.
-    pub fn same_as(&self, other: &OnSpawn) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl fmt::Debug for OnSpawn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<on_spawn>")
-    }
-}
-
-/// Same as Debug: opaque, never the captured receiver.
-impl fmt::Display for OnSpawn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self, f)
-    }
-}
-
-/// Identity, as [`same_as`](OnSpawn::same_as): two carriers are equal when
-/// they hold the very same callback object.
-impl PartialEq for OnSpawn {
-    fn eq(&self, other: &Self) -> bool {
-        self.same_as(other)
+/// The child environment additions an [`Invocation`](crate::Invocation)
+/// carries, read out of a runtime-only `env` (none: no additions). An env
+/// holding a name or value that is not UTF-8 is refused by kind, never
+/// quoted.
+pub fn invocation_env(env: Option<&ChildEnv>) -> Result<BTreeMap<String, String>, Error> {
+    match env {
+        None => Ok(BTreeMap::new()),
+        Some(env) => env.to_utf8_map().ok_or(Error::RuntimeValueShape("env")),
     }
 }
 
@@ -247,14 +176,18 @@ impl EndpointConfig {
 fn env_from(v: KwargValue) -> Result<ChildEnv, Error> {
     match v {
         KwargValue::Env(e) => Ok(e),
-        KwargValue::Json(Value::Object(m)) => m
-            .into_iter()
-            .map(|(k, v)| match v {
-                Value::String(s) => Ok((k, s)),
-                _ => Err(Error::RuntimeValueShape("env")),
-            })
-            .collect::<Result<BTreeMap<_, _>, _>>()
-            .map(ChildEnv),
+        KwargValue::Json(Value::Object(m)) => {
+            let pairs = m
+                .into_iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k, s)),
+                    _ => Err(Error::RuntimeValueShape("env")),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            // The supervisor's own checks (names, NUL bytes); its error
+            // names keys, and this one names nothing.
+            ChildEnv::try_from_pairs(pairs).map_err(|_| Error::RuntimeValueShape("env"))
+        }
         _ => Err(Error::RuntimeValueShape("env")),
     }
 }

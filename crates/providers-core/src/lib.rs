@@ -26,7 +26,10 @@
 //! - [`EndpointConfig`], [`Endpoint`]: endpoint configuration whose
 //!   runtime-only values ([`RUNTIME_STATE_NAMES`]: `env`, `on_spawn`) never
 //!   reach serialisation, iteration or Debug; [`Endpoint::copy`] carries
-//!   them to a copy shallowly.
+//!   them to a copy shallowly. The carriers are the supervisor's own
+//!   ([`ChildEnv`], [`OnSpawn`], re-exported from `cli-supervisor`), so a
+//!   value set on a request or endpoint is the very value a leg is spawned
+//!   with; [`invocation_env`] reads an env into an [`Invocation`].
 //!
 //! **Readings of open points in the spec** (CONTRACTS.md, Ambiguities B;
 //! the effort readings 6 and 7 are in the providers that clamp:
@@ -80,7 +83,7 @@ pub use body::{BodyFactory, BodySource, ReadSeek, replayable_body};
 pub use effort::{Effort, normalize_effort, strip_provider};
 pub use endpoint::{
     ChildEnv, CliCall, ConfigFields, Endpoint, EndpointConfig, KwargValue, OnSpawn,
-    RUNTIME_STATE_NAMES, RuntimeState, SpawnInfo, accepted_keys,
+    RUNTIME_STATE_NAMES, RuntimeState, SpawnedProcess, accepted_keys, invocation_env,
 };
 pub use error::{Error, HttpError};
 pub use event::{ErrorKind, FinalResult, StreamEvent, Usage};

@@ -139,6 +139,15 @@ pub struct RunConfig {
     /// leg is spawned (e.g. the admission verdicts on the MCP servers
     /// forwarded to the leg).
     pub notes: Vec<RunNote>,
+    /// The caller's runtime-only child environment (e.g. a [`CliCall`](providers_core::CliCall)'s
+    /// `env`): laid over this process's environment, under the variables
+    /// the provider's invocation sets. Renders only as a count.
+    pub env: Option<ChildEnv>,
+    /// The caller's runtime-only spawn callback (e.g. a [`CliCall`](providers_core::CliCall)'s
+    /// `on_spawn`): called once with the spawn record, after the record is
+    /// on the session and before any output is read; its failure ends the
+    /// leg like the recorder's.
+    pub on_spawn: Option<OnSpawn>,
 }
 
 /// A message the binary records on the session before the leg runs: a
@@ -197,6 +206,8 @@ impl RunConfig {
             resume: None,
             kwargs: serde_json::Map::new(),
             notes: Vec::new(),
+            env: None,
+            on_spawn: None,
         }
     }
 }
@@ -527,8 +538,13 @@ where
     let mut spec = LegSpec::new(&invocation.argv);
     spec.cwd = invocation.cwd.clone();
     spec.streams_first_output_early = provider.streams_first_output_early();
-    if !invocation.env.is_empty() {
+    if !invocation.env.is_empty() || config.env.is_some() {
         let mut env = ChildEnv::from_current_process();
+        if let Some(caller) = &config.env {
+            for (k, v) in caller.iter() {
+                env.insert(k, v)?;
+            }
+        }
         for (k, v) in &invocation.env {
             env.insert(k, v)?;
         }
@@ -555,20 +571,23 @@ where
     R: SessionRecorder + Send + Sync + 'static,
 {
     let (recorder, session) = (Arc::clone(recorder), session.to_owned());
-    OnSpawn::asynchronous(move |record| async move {
-        let leg = LegRecord {
-            pid: i64::from(record.pid),
-            pgid: i64::from(record.pgid),
-            create_time: record.create_time.and_then(|t| i64::try_from(t).ok()),
-        };
-        tokio::task::spawn_blocking(move || {
-            recorder
-                .update_session(&session, &leg_columns(&leg))
-                .map(|_| ())
-                .map_err(|e| Box::new(e) as BoxError)
-        })
-        .await
-        .map_err(|e| Box::new(e) as BoxError)?
+    OnSpawn::asynchronous(move |record| {
+        let (recorder, session) = (Arc::clone(&recorder), session.clone());
+        async move {
+            let leg = LegRecord {
+                pid: i64::from(record.pid),
+                pgid: i64::from(record.pgid),
+                create_time: record.create_time.and_then(|t| i64::try_from(t).ok()),
+            };
+            tokio::task::spawn_blocking(move || {
+                recorder
+                    .update_session(&session, &leg_columns(&leg))
+                    .map(|_| ())
+                    .map_err(|e| Box::new(e) as BoxError)
+            })
+            .await
+            .map_err(|e| Box::new(e) as BoxError)?
+        }
     })
 }
 
@@ -590,7 +609,11 @@ where
         Ok(built) => built,
         Err(e) => return Err((report, e)),
     };
-    spec.on_spawn = Some(record_spawn(recorder, &config.session_id));
+    let recording = record_spawn(recorder, &config.session_id);
+    spec.on_spawn = Some(match &config.on_spawn {
+        Some(caller) => recording.then(caller.clone()),
+        None => recording,
+    });
     let spawned = tokio::select! {
         spawned = Leg::spawn(spec) => spawned,
         why = cancel.as_mut() => {

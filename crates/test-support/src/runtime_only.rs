@@ -9,7 +9,7 @@ use std::fmt::{Debug, Display};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use providers_core::{AgentRequest, ChildEnv, CliCall, Invocation, OnSpawn, SpawnInfo};
+use providers_core::{AgentRequest, ChildEnv, CliCall, Invocation, OnSpawn, SpawnedProcess};
 use serde::Serialize;
 
 /// A provider's request type, as the suite drives it.
@@ -59,21 +59,31 @@ fn receiver() -> Arc<Receiver> {
 
 fn bound_callback(r: &Arc<Receiver>) -> OnSpawn {
     let r = Arc::clone(r);
-    OnSpawn::new(move |_| {
+    OnSpawn::sync(move |_| {
         // The callback uses its receiver's state; rendering it must not.
         if !r.token.is_empty() {
             r.spawns.fetch_add(1, Ordering::SeqCst);
         }
+        Ok(())
     })
 }
 
 fn env(pairs: &[(&str, &str)]) -> ChildEnv {
-    ChildEnv::new(
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect(),
-    )
+    ChildEnv::try_from_pairs(pairs.iter().copied()).expect("valid variables")
+}
+
+/// Reports a spawn to a synchronous callback (its future is ready at once).
+fn fire(cb: &OnSpawn, pid: i32) {
+    let mut done = cb.call(SpawnedProcess {
+        pid,
+        pgid: pid,
+        create_time: None,
+    });
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match done.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(outcome) => outcome.expect("the callback succeeds"),
+        std::task::Poll::Pending => panic!("a synchronous callback is ready at once"),
+    }
 }
 
 fn populated<C: RuntimeOnlyCase>(r: &Arc<Receiver>) -> C::Request {
@@ -152,11 +162,11 @@ pub fn call_entry_keeps_the_wiring<C: RuntimeOnlyCase>() {
     assert_eq!(C::env(&req), Some(&vars));
     let held = C::on_spawn(&req).expect("on_spawn");
     assert!(held.same_as(&cb));
-    held.call(&SpawnInfo { pid: 4242 });
+    fire(held, 4242);
     assert_eq!(r.spawns.load(Ordering::SeqCst), 1);
 
     let inv = C::invocation_for(&req).expect("invocation");
-    assert_eq!(&inv.env, vars.vars());
+    assert_eq!(Some(inv.env.clone()), vars.to_utf8_map());
     assert!(!format!("{inv:?}").contains(C::SECRET.1));
 
     let bare = C::invocation(&call.request).expect("invocation");
@@ -170,7 +180,7 @@ pub fn call_entry_keeps_the_wiring<C: RuntimeOnlyCase>() {
 /// Meant to be driven by a property test over random variables.
 pub fn secrets_never_rendered<C: RuntimeOnlyCase>(vars: &BTreeMap<String, String>) {
     let r = receiver();
-    let wiring = ChildEnv::new(vars.clone());
+    let wiring = ChildEnv::try_from_pairs(vars.clone()).expect("valid variables");
     let renderings = |req: &C::Request| {
         vec![
             format!("{req:?}"),

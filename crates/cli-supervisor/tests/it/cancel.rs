@@ -44,12 +44,15 @@ fn spec(argv: Vec<String>, run: &Run) -> LegSpec {
     spec.grace = Duration::from_millis(100);
     let record = Arc::clone(&run.record);
     let calls = Arc::clone(&run.on_spawn_calls);
-    spec.on_spawn = Some(OnSpawn::asynchronous(move |spawned| async move {
-        calls.fetch_add(1, Ordering::SeqCst);
-        *record.lock().expect("lock") = Some(spawned.pgid);
-        tokio::task::yield_now().await;
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        Ok(())
+    spec.on_spawn = Some(OnSpawn::asynchronous(move |spawned| {
+        let (calls, record) = (Arc::clone(&calls), Arc::clone(&record));
+        async move {
+            calls.fetch_add(1, Ordering::SeqCst);
+            *record.lock().expect("lock") = Some(spawned.pgid);
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            Ok(())
+        }
     }));
     spec
 }

@@ -67,12 +67,15 @@ async fn async_on_spawn_is_awaited_before_output() {
         let mut spec = LegSpec::new([fixture(), "lines", "1", "0", "0"]);
         spec.on_spawn = Some(OnSpawn::asynchronous({
             let done = Arc::clone(&done);
-            move |_record| async move {
-                // A slow recorder: the first chunk waits for it.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                tokio::task::yield_now().await;
-                done.store(true, Ordering::SeqCst);
-                Ok(())
+            move |_record| {
+                let done = Arc::clone(&done);
+                async move {
+                    // A slow recorder: the first chunk waits for it.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    tokio::task::yield_now().await;
+                    done.store(true, Ordering::SeqCst);
+                    Ok(())
+                }
             }
         }));
         let mut leg = Leg::spawn(spec).await.expect("spawn");
@@ -83,6 +86,67 @@ async fn async_on_spawn_is_awaited_before_output() {
         next_json(&mut leg).await;
         leg.wait().await.expect("wait");
     }
+}
+
+#[tokio::test]
+async fn a_shared_on_spawn_hears_each_leg_once() {
+    // contract: SUP-004
+    // A clone is the very same callback (a copied request or endpoint
+    // reports to the original receiver), and each leg calls it once.
+    let seen: Arc<Mutex<Vec<i32>>> = Arc::default();
+    let callback = OnSpawn::sync({
+        let seen = Arc::clone(&seen);
+        move |record| {
+            seen.lock().expect("lock").push(record.pid);
+            Ok(())
+        }
+    });
+    let copy = callback.clone();
+    assert!(copy.same_as(&callback) && copy == callback);
+    assert!(!OnSpawn::sync(|_| Ok(())).same_as(&callback));
+    let mut pids = Vec::new();
+    for on_spawn in [callback, copy] {
+        let mut spec = LegSpec::new([fixture(), "lines", "1", "0", "0"]);
+        spec.on_spawn = Some(on_spawn);
+        let mut leg = Leg::spawn(spec).await.expect("spawn");
+        pids.push(leg.record().pid);
+        next_json(&mut leg).await;
+        leg.wait().await.expect("wait");
+    }
+    assert_eq!(*seen.lock().expect("lock"), pids);
+}
+
+#[tokio::test]
+async fn a_chained_on_spawn_stops_at_the_first_failure() {
+    // contract: SUP-013
+    let order: Arc<Mutex<Vec<&str>>> = Arc::default();
+    let step = |name: &'static str, ok: bool| {
+        let order = Arc::clone(&order);
+        OnSpawn::asynchronous(move |_record| {
+            let order = Arc::clone(&order);
+            async move {
+                tokio::task::yield_now().await;
+                order.lock().expect("lock").push(name);
+                if ok { Ok(()) } else { Err("down".into()) }
+            }
+        })
+    };
+    let marker = marker();
+    let mut spec = LegSpec::new([fixture(), "hang", marker.as_str()]);
+    spec.grace = Duration::from_millis(200);
+    spec.on_spawn = Some(step("first", false).then(step("second", true)));
+    let error = Leg::spawn(spec).await.expect_err("the chain failed");
+    assert!(matches!(error, Error::OnSpawn { .. }), "{error:?}");
+    assert_eq!(*order.lock().expect("lock"), ["first"]);
+    assert_all_gone(&marker, None);
+
+    order.lock().expect("lock").clear();
+    let mut spec = LegSpec::new([fixture(), "lines", "1", "0", "0"]);
+    spec.on_spawn = Some(step("first", true).then(step("second", true)));
+    let mut leg = Leg::spawn(spec).await.expect("spawn");
+    assert_eq!(*order.lock().expect("lock"), ["first", "second"]);
+    next_json(&mut leg).await;
+    leg.wait().await.expect("wait");
 }
 
 #[test]
@@ -127,11 +191,17 @@ async fn cancelled_during_on_spawn_ends_the_child() {
     // contract: SUP-014
     let marker = marker();
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = Arc::new(Mutex::new(Some(tx)));
     let mut spec = LegSpec::new([fixture(), "hang", marker.as_str()]);
-    spec.on_spawn = Some(OnSpawn::asynchronous(move |record| async move {
-        let _ = tx.send(record);
-        std::future::pending::<()>().await;
-        Ok(())
+    spec.on_spawn = Some(OnSpawn::asynchronous(move |record| {
+        let tx = tx.lock().expect("lock").take();
+        async move {
+            if let Some(tx) = tx {
+                let _ = tx.send(record);
+            }
+            std::future::pending::<()>().await;
+            Ok(())
+        }
     }));
     let spawning = tokio::spawn(Leg::spawn(spec));
     let record = rx.await.expect("on_spawn saw the child");

@@ -510,9 +510,7 @@ fn bypassing_permissions_as_root_needs_is_sandbox() {
     let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     let inherited = std::env::var("IS_SANDBOX").is_ok_and(|v| v == "1");
     let env = |v: &str| {
-        Some(providers_core::ChildEnv::new(
-            [("IS_SANDBOX".to_owned(), v.to_owned())].into(),
-        ))
+        Some(providers_core::ChildEnv::try_from_pairs([("IS_SANDBOX", v)]).expect("valid env"))
     };
     for (skip, mode) in [(true, None), (false, Some("bypassPermissions"))] {
         let base = ClaudeCodeRequest {

@@ -323,19 +323,19 @@ fn a_profile_outside_the_childs_codex_home_is_refused() {
         json!(dir.path().to_string_lossy()),
     );
     let mut req = CodexRequest::from_agent_request(&a).unwrap();
-    req.env = Some(providers_core::ChildEnv::new(
-        [("CODEX_HOME".to_owned(), "/elsewhere".to_owned())].into(),
-    ));
+    req.env = Some(
+        providers_core::ChildEnv::try_from_pairs([("CODEX_HOME", "/elsewhere")]).expect("valid"),
+    );
     let err = CodexProvider::default().invocation_for(&req).unwrap_err();
     assert!(matches!(err, Error::ProfileDirNotCodexHome { .. }), "{err}");
     assert!(!format!("{err} {err:?}").contains("SECRET"));
     // The same home is accepted.
-    req.env = Some(providers_core::ChildEnv::new(
-        [(
+    req.env = Some(
+        providers_core::ChildEnv::try_from_pairs([(
             "CODEX_HOME".to_owned(),
             dir.path().to_string_lossy().into_owned(),
-        )]
-        .into(),
-    ));
+        )])
+        .expect("valid"),
+    );
     assert!(CodexProvider::default().invocation_for(&req).is_ok());
 }

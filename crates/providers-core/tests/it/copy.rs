@@ -5,24 +5,43 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use providers_core::{
-    ChildEnv, CliCall, Endpoint, EndpointConfig, Error, KwargValue, OnSpawn, SpawnInfo,
+    ChildEnv, CliCall, Endpoint, EndpointConfig, Error, KwargValue, OnSpawn, SpawnedProcess,
 };
 use serde_json::json;
 
-fn env(v: &str) -> ChildEnv {
-    ChildEnv::new(BTreeMap::from([("K".to_owned(), v.to_owned())]))
+/// Reports a spawn of `pid` to `cb` (a synchronous callback: its future is
+/// ready at once) and returns what the callback answered.
+fn fire(cb: &OnSpawn, pid: i32) {
+    let record = SpawnedProcess {
+        pid,
+        pgid: pid,
+        create_time: None,
+    };
+    let mut done = cb.call(record);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match done.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(outcome) => outcome.expect("callback succeeds"),
+        std::task::Poll::Pending => panic!("a synchronous callback is ready at once"),
+    }
 }
 
-fn recorder() -> (OnSpawn, Arc<Mutex<Vec<u32>>>) {
+fn env(v: &str) -> ChildEnv {
+    ChildEnv::try_from_pairs(BTreeMap::from([("K".to_owned(), v.to_owned())])).unwrap()
+}
+
+fn recorder() -> (OnSpawn, Arc<Mutex<Vec<i32>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = Arc::clone(&seen);
     (
-        OnSpawn::new(move |i: &SpawnInfo| s.lock().unwrap().push(i.pid)),
+        OnSpawn::sync(move |i: &SpawnedProcess| {
+            s.lock().unwrap().push(i.pid);
+            Ok(())
+        }),
         seen,
     )
 }
 
-fn agentic() -> (Endpoint, Arc<Mutex<Vec<u32>>>) {
+fn agentic() -> (Endpoint, Arc<Mutex<Vec<i32>>>) {
     let (cb, seen) = recorder();
     let mut c = EndpointConfig::new("cli");
     c.update("env", KwargValue::Env(env("orig")));
@@ -31,15 +50,15 @@ fn agentic() -> (Endpoint, Arc<Mutex<Vec<u32>>>) {
 }
 
 /// What a spawn from `ep` would get, reporting `pid` to its callback.
-fn spawn(ep: &Endpoint, pid: u32) -> Option<ChildEnv> {
+fn spawn(ep: &Endpoint, pid: i32) -> Option<ChildEnv> {
     let p = ep.create_payload(&CliCall::default()).unwrap();
     if let Some(cb) = &p.on_spawn {
-        cb.call(&SpawnInfo { pid });
+        fire(cb, pid);
     }
     p.env
 }
 
-fn late_values() -> (Endpoint, Arc<Mutex<Vec<u32>>>) {
+fn late_values() -> (Endpoint, Arc<Mutex<Vec<i32>>>) {
     let mut ep = Endpoint::agentic(&EndpointConfig::new("cli")).unwrap();
     let (cb, seen) = recorder();
     ep.config_mut().update("env", KwargValue::Env(env("late")));

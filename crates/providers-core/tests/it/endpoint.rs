@@ -6,25 +6,44 @@ use std::sync::{Arc, Mutex};
 
 use providers_core::{
     AgentRequest, ChildEnv, CliCall, ConfigFields, Endpoint, EndpointConfig, Error, KwargValue,
-    OnSpawn, RUNTIME_STATE_NAMES, SpawnInfo, accepted_keys,
+    OnSpawn, RUNTIME_STATE_NAMES, SpawnedProcess, accepted_keys,
 };
 use serde_json::json;
+
+/// Reports a spawn of `pid` to `cb` (a synchronous callback: its future is
+/// ready at once) and returns what the callback answered.
+fn fire(cb: &OnSpawn, pid: i32) {
+    let record = SpawnedProcess {
+        pid,
+        pgid: pid,
+        create_time: None,
+    };
+    let mut done = cb.call(record);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match done.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(outcome) => outcome.expect("callback succeeds"),
+        std::task::Poll::Pending => panic!("a synchronous callback is ready at once"),
+    }
+}
 
 const SECRET: &str = "sk-VERY-SECRET-VALUE";
 
 fn env() -> ChildEnv {
-    ChildEnv::new(BTreeMap::from([("API_KEY".to_owned(), SECRET.to_owned())]))
+    ChildEnv::try_from_pairs(BTreeMap::from([("API_KEY".to_owned(), SECRET.to_owned())])).unwrap()
 }
 
 /// A supervisor-like receiver: the callback records into it.
 #[derive(Default)]
 struct Supervisor {
-    seen: Mutex<Vec<u32>>,
+    seen: Mutex<Vec<i32>>,
 }
 
 fn bound_callback(sup: &Arc<Supervisor>) -> OnSpawn {
     let sup = Arc::clone(sup);
-    OnSpawn::new(move |info: &SpawnInfo| sup.seen.lock().unwrap().push(info.pid))
+    OnSpawn::sync(move |info: &SpawnedProcess| {
+        sup.seen.lock().unwrap().push(info.pid);
+        Ok(())
+    })
 }
 
 fn config_with_runtime(sup: &Arc<Supervisor>) -> EndpointConfig {
@@ -47,7 +66,7 @@ fn payload_keeps_the_callers_runtime_wiring() {
     let ep = Endpoint::agentic(&config_with_runtime(&sup)).unwrap();
     let mine = Arc::new(Supervisor::default());
     let my_cb = bound_callback(&mine);
-    let my_env = ChildEnv::new(BTreeMap::from([("MINE".to_owned(), "1".to_owned())]));
+    let my_env = ChildEnv::try_from_pairs([("MINE", "1")]).unwrap();
     let call = CliCall {
         request: AgentRequest::new("p"),
         env: Some(my_env.clone()),
@@ -107,7 +126,7 @@ fn drained_values_keep_their_precedence() {
     let after = ep.create_payload(&call).unwrap().env;
     assert_eq!(before, after);
     assert_eq!(
-        after.unwrap().vars().get("A").map(String::as_str),
+        after.unwrap().get("A").and_then(std::ffi::OsStr::to_str),
         Some("from-update")
     );
 }
@@ -153,9 +172,7 @@ fn hydrated_config_with_runtime_values_is_excluded() {
     assert!(!leaks(&ep.to_dict().to_string()));
     assert!(!leaks(&serde_json::to_string(ep.config()).unwrap()));
     assert_eq!(
-        ep.runtime()
-            .and_then(|r| r.env.as_ref())
-            .map(|e| e.vars().len()),
+        ep.runtime().and_then(|r| r.env.as_ref()).map(ChildEnv::len),
         Some(1)
     );
 }
@@ -226,7 +243,7 @@ fn raw_state_still_holds_and_applies_values_after_dumps() {
     let _ = serde_json::to_string(ep.config()).unwrap();
     let payload = ep.create_payload(&CliCall::default()).unwrap();
     assert_eq!(payload.env, Some(env()));
-    payload.on_spawn.unwrap().call(&SpawnInfo { pid: 7 });
+    fire(&payload.on_spawn.unwrap(), 7);
     assert_eq!(*sup.seen.lock().unwrap(), [7]);
 }
 
@@ -247,12 +264,7 @@ fn supplied_values_win_and_notify_the_original_receiver() {
             .unwrap()
             .same_as(original)
     );
-    ep.runtime()
-        .unwrap()
-        .on_spawn
-        .as_ref()
-        .unwrap()
-        .call(&SpawnInfo { pid: 3 });
+    fire(ep.runtime().unwrap().on_spawn.as_ref().unwrap(), 3);
     assert_eq!(*sup.seen.lock().unwrap(), [3]);
 }
 

@@ -299,6 +299,76 @@ async fn a_spawn_record_that_cannot_be_stored_ends_the_leg_and_the_session() {
 }
 
 #[tokio::test]
+async fn the_callers_env_and_on_spawn_reach_the_leg() {
+    // contract: SUP-004
+    // The caller's runtime-only wiring (a call's `env` and `on_spawn`):
+    // the child sees the env, and the callback hears the spawn once, with
+    // the record the session already holds, before any output is read.
+    let store = Arc::new(MemoryStore::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("seen-env");
+    let leg = LegProgram {
+        program: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            format!(
+                r#"printf %s "$RUNNER_CALLER_VAR" > '{}'; sleep 0.1; cat "$2""#,
+                out.display()
+            ),
+            "leg".into(),
+        ],
+    };
+    let mut cfg = config("wired", scripted(STREAM, leg));
+    cfg.env = Some(
+        cli_supervisor::ChildEnv::try_from_pairs([("RUNNER_CALLER_VAR", "from-the-call")])
+            .expect("valid env"),
+    );
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    cfg.on_spawn = Some(cli_supervisor::OnSpawn::sync({
+        let (heard, store) = (Arc::clone(&heard), Arc::clone(&store));
+        move |record| {
+            let snap = store.session("wired").ok().flatten();
+            let stored = snap.as_ref().and_then(SessionSnapshot::leg).map(|l| l.pid);
+            let messages = snap.map_or(0, |s| s.messages);
+            heard
+                .lock()
+                .expect("lock")
+                .push((record.pid, stored, messages));
+            Ok(())
+        }
+    }));
+    let report = runner::run(Arc::clone(&store), cfg, never())
+        .await
+        .expect("run");
+    assert!(report.ok, "{report:?}");
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("the leg wrote its env"),
+        "from-the-call"
+    );
+    let heard = heard.lock().expect("lock");
+    assert_eq!(heard.len(), 1, "called once per leg: {heard:?}");
+    let (pid, stored, messages) = heard[0];
+    assert_eq!(stored, Some(i64::from(pid)), "the record was stored first");
+    assert_eq!(messages, 0, "no output was read before the callback");
+}
+
+#[tokio::test]
+async fn a_failing_caller_on_spawn_ends_the_leg_and_the_session() {
+    // contract: SUP-013
+    let store = Arc::new(MemoryStore::default());
+    let mut cfg = config("refused", scripted(STREAM, cat_leg()));
+    cfg.on_spawn = Some(cli_supervisor::OnSpawn::sync(|_| {
+        Err("the caller's recorder is down".into())
+    }));
+    let report = runner::run(Arc::clone(&store), cfg, never())
+        .await
+        .expect("run");
+    assert_eq!(report.recorded_status, "failed");
+    assert_eq!(report.messages, 0, "no output was read");
+    assert!(store.open_sessions().expect("open").is_empty());
+}
+
+#[tokio::test]
 async fn notes_are_recorded_on_the_session_before_the_leg_runs() {
     let (dir, store) = sqlite();
     let mut cfg = config("n", scripted(STREAM, cat_leg()));
