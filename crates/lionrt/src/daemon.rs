@@ -18,7 +18,7 @@
 //! `cancelled`, and the daemon exits 0. The connection string is only ever
 //! shown redacted.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -27,10 +27,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use cli_supervisor::{OsSignaller, ProcTable};
-use lifecycle_core::{
-    Actor, ActorType, InitialCommand, LifecycleStore, Outcome, SessionEnd, SessionRecorder,
-    SessionSnapshot, SessionStart, TransitionCommand, TransitionRecord,
-};
+use lifecycle_core::{Actor, ActorType, SessionRecorder};
 use runner::{LegProgram, Processes};
 use scheduler::{
     Launcher, PgSchedules, RunnerLauncher, ScheduleStore, Scheduler, SchedulerConfig, Schedules,
@@ -227,7 +224,7 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
             if args.mirror {
                 hooks.push(Box::new(mirror_hook(store.clone())?));
             }
-            serve(json, &args, lock, store, schedules, hooks, false)
+            serve(json, &args, lock, store, schedules, hooks)
         }
         Backend::Pg(store) => {
             let store = *store;
@@ -245,7 +242,6 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
                 store,
                 schedules,
                 hooks,
-                true,
             )
         }
     }
@@ -259,93 +255,15 @@ fn outbox_hook<S: ::outbox::OutboxStore + Send + 'static>(store: S) -> Box<dyn T
     })
 }
 
-/// A store as the orphan sweep of a daemon on PostgreSQL sees it: the only
-/// open sessions are those of schedule runs still `running`. Any other
-/// open session may be a `lionrt run` on another host, whose boot differs
-/// from ours: the sweep would read it as rebooted and end it. (A scheduled
-/// session's daemon is dead, whatever its host: this one holds the tick
-/// lock, and a leg dies with its supervisor.)
-struct ScheduledSessions<'a, R> {
-    inner: &'a R,
-    sessions: HashSet<String>,
-}
-
-impl<R: SessionRecorder> LifecycleStore for ScheduledSessions<'_, R> {
-    type Error = R::Error;
-
-    fn create(&self, cmd: &InitialCommand) -> Result<Outcome, Self::Error> {
-        self.inner.create(cmd)
-    }
-
-    fn transition(&self, cmd: &TransitionCommand) -> Result<Outcome, Self::Error> {
-        self.inner.transition(cmd)
-    }
-
-    fn history(
-        &self,
-        entity_type: &str,
-        entity_id: &str,
-    ) -> Result<Vec<TransitionRecord>, Self::Error> {
-        self.inner.history(entity_type, entity_id)
-    }
-}
-
-impl<R: SessionRecorder> SessionRecorder for ScheduledSessions<'_, R> {
-    fn persist_session_start(
-        &self,
-        start: &SessionStart,
-        actor: &Actor,
-    ) -> Result<Outcome, Self::Error> {
-        self.inner.persist_session_start(start, actor)
-    }
-
-    fn persist_session_end(&self, end: &SessionEnd, actor: &Actor) -> Result<Outcome, Self::Error> {
-        self.inner.persist_session_end(end, actor)
-    }
-
-    fn record_message(
-        &self,
-        session_id: &str,
-        message_id: &str,
-        role: &str,
-        content: &str,
-        at: i64,
-    ) -> Result<bool, Self::Error> {
-        self.inner
-            .record_message(session_id, message_id, role, content, at)
-    }
-
-    fn update_session(
-        &self,
-        session_id: &str,
-        columns: &BTreeMap<String, serde_json::Value>,
-    ) -> Result<bool, Self::Error> {
-        self.inner.update_session(session_id, columns)
-    }
-
-    fn session(&self, session_id: &str) -> Result<Option<SessionSnapshot>, Self::Error> {
-        self.inner.session(session_id)
-    }
-
-    fn open_sessions(&self) -> Result<Vec<SessionSnapshot>, Self::Error> {
-        let mut open = self.inner.open_sessions()?;
-        open.retain(|s| self.sessions.contains(&s.id));
-        Ok(open)
-    }
-
-    fn session_ids_with_prefix(
-        &self,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<String>, Self::Error> {
-        self.inner.session_ids_with_prefix(prefix, limit)
-    }
-}
-
-/// The daemon on one store, its lock held: the orphan sweep (with
-/// `scheduled_only`, of the sessions of running schedule runs alone), the
-/// preamble, then the ticks until SIGTERM/SIGINT (or `--ticks`).
-#[allow(clippy::too_many_arguments, reason = "the daemon's parts")]
+/// The daemon on one store, its lock held: the orphan sweep, the preamble,
+/// then the ticks until SIGTERM/SIGINT (or `--ticks`).
+///
+/// The sweep judges only this host's sessions (a `lionrt run` on another
+/// host sharing a PostgreSQL store is left alone). The sessions of schedule
+/// runs still marked running are vouched for as gone whatever host ran
+/// them: this daemon holds the tick lock, so the daemon that started them
+/// is gone (and a leg dies with its supervisor); another host's are ended
+/// without any signal.
 fn serve<R>(
     json: bool,
     args: &DaemonArgs,
@@ -353,7 +271,6 @@ fn serve<R>(
     store: R,
     schedules: Arc<dyn ScheduleStore>,
     hooks: Vec<Box<dyn TickHook>>,
-    scheduled_only: bool,
 ) -> Result<ExitCode>
 where
     R: SessionRecorder + Send + Sync + 'static,
@@ -363,20 +280,18 @@ where
         table: &ProcTable,
         signaller: &OsSignaller,
     };
-    let actor = crate::run::sweep_actor();
-    let swept = if scheduled_only {
-        let scoped = ScheduledSessions {
-            inner: &store,
-            sessions: schedules
-                .running_runs()?
-                .into_iter()
-                .filter_map(|(_, session)| session)
-                .collect(),
-        };
-        runner::sweep_orphans(&scoped, &procs, &actor, false)
-    } else {
-        runner::sweep_orphans(&store, &procs, &actor, false)
-    }
+    let scheduled: HashSet<String> = schedules
+        .running_runs()?
+        .into_iter()
+        .filter_map(|(_, session)| session)
+        .collect();
+    let swept = runner::sweep_orphans_known_gone(
+        &store,
+        &procs,
+        &crate::run::sweep_actor(),
+        false,
+        &scheduled,
+    )
     .context("the orphan sweep failed")?;
     let interval = Duration::from_secs_f64(args.interval);
     let config = SchedulerConfig {

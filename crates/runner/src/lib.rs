@@ -37,7 +37,7 @@ pub use run::{
 pub use sweep::{
     GoneBecause, Here, KillReport, ORPHAN_REASON, ORPHAN_STATUS, OwnerState, Processes,
     SweepReport, SweptSession, boot_id, current_owner, host_id, kill_session, owner_state,
-    resolve_session, sweep_orphans,
+    resolve_session, sweep_orphans, sweep_orphans_known_gone,
 };
 
 #[cfg(doctest)]

@@ -24,6 +24,7 @@
 //! recycled pid, a missing start time or a record from another boot is
 //! never signalled.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use cli_supervisor::{
@@ -269,6 +270,23 @@ pub fn sweep_orphans<R: SessionRecorder>(
     actor: &Actor,
     dry_run: bool,
 ) -> Result<SweepReport, Error> {
+    sweep_orphans_known_gone(recorder, procs, actor, dry_run, &HashSet::new())
+}
+
+/// [`sweep_orphans`], where the caller also knows the owners of the
+/// sessions in `known_gone` to be gone whatever host they ran on (a daemon
+/// holding the tick lock knows that the daemon which started a schedule
+/// run still marked running is gone). Such a session whose owner is on
+/// another host, or on an unknown one, is ended too, and nothing is
+/// signalled for it (its leg's pid names nothing here). A session of this
+/// host is judged by its process as always, listed or not.
+pub fn sweep_orphans_known_gone<R: SessionRecorder>(
+    recorder: &R,
+    procs: &Processes<'_>,
+    actor: &Actor,
+    dry_run: bool,
+    known_gone: &HashSet<String>,
+) -> Result<SweepReport, Error> {
     let here = Here::detect(recorder.shared_by_hosts());
     let mut report = SweepReport::default();
     for session in recorder
@@ -276,7 +294,9 @@ pub fn sweep_orphans<R: SessionRecorder>(
         .map_err(Error::store("listing open sessions"))?
     {
         let state = owner_state(session.owner().as_ref(), procs.table, &here);
-        if !matches!(state, OwnerState::Gone(_)) {
+        let elsewhere = matches!(state, OwnerState::OtherHost | OwnerState::HostUnknown);
+        let vouched = elsewhere && known_gone.contains(&session.id);
+        if !matches!(state, OwnerState::Gone(_)) && !vouched {
             report.left_alone.push((session.id.clone(), state));
             continue;
         }
@@ -288,7 +308,9 @@ pub fn sweep_orphans<R: SessionRecorder>(
         };
         if !dry_run {
             let same_boot = state != OwnerState::Gone(GoneBecause::Rebooted);
-            if let Some(record) = session.leg().and_then(|l| spawned(&l, same_boot)) {
+            // Another host's leg is never signalled from here.
+            let leg = session.leg().filter(|_| !elsewhere);
+            if let Some(record) = leg.and_then(|l| spawned(&l, same_boot)) {
                 let outcome =
                     signal_recorded_group(procs.table, procs.signaller, &record, GroupSignal::Kill);
                 tracing::info!(session = %session.id, ?outcome, "orphaned leg group");
@@ -298,8 +320,11 @@ pub fn sweep_orphans<R: SessionRecorder>(
                 recorder,
                 &session,
                 ORPHAN_STATUS,
-                Reason::new(ORPHAN_REASON)
-                    .with_summary(format!("owner pid {} is gone", owner_pid(&session))),
+                Reason::new(ORPHAN_REASON).with_summary(if elsewhere {
+                    format!("owner pid {} on another host is gone", owner_pid(&session))
+                } else {
+                    format!("owner pid {} is gone", owner_pid(&session))
+                }),
                 actor,
             )?;
         }

@@ -325,6 +325,75 @@ fn the_sweep_and_kill_leave_another_hosts_session_alone() {
 }
 
 #[test]
+fn a_session_vouched_for_as_gone_is_ended_without_a_signal_even_on_another_host() {
+    // contract: SUP-006
+    let store = MemoryStore::default();
+    let actor = Actor::new(ActorType::Executor, "t");
+    let this_host = runner::host_id().expect("this host has an identity");
+    let this_boot = runner::boot_id().expect("this boot has an id");
+    // Leg 70 is live with its recorded start time; owner 7 is alive (start
+    // 9); pid 8 names nobody.
+    for (id, host, owner_pid, owner_start) in [
+        ("theirs-vouched", "m-b:host-b", 8, 5),
+        ("theirs-not-vouched", "m-b:host-b", 8, 5),
+        ("ours-alive-vouched", this_host.as_str(), 7, 9),
+    ] {
+        let s = SessionStart {
+            owner: Some(OwnerRecord {
+                host_id: Some(host.to_owned()),
+                ..owner(owner_pid, Some(owner_start), Some(&this_boot))
+            }),
+            ..SessionStart::new(id, "run.started.ok")
+        };
+        store.persist_session_start(&s, &actor).expect("start");
+        let leg = LegRecord {
+            pid: 70,
+            pgid: 70,
+            create_time: Some(1),
+        };
+        store.update_session(id, &leg_columns(&leg)).expect("leg");
+    }
+    let table = Table([(7, 9), (70, 1)].into_iter().collect());
+    let signals = Recorder::default();
+    let procs = Processes {
+        table: &table,
+        signaller: &signals,
+    };
+    let vouched: std::collections::HashSet<String> = ["theirs-vouched", "ours-alive-vouched"]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let report = runner::sweep_orphans_known_gone(
+        &store,
+        &procs,
+        &Actor::new(ActorType::System, "sweep"),
+        false,
+        &vouched,
+    )
+    .expect("sweep");
+    assert_eq!(report.orphans.len(), 1, "{report:?}");
+    assert_eq!(report.orphans[0].id, "theirs-vouched");
+    assert_eq!(report.orphans[0].owner, OwnerState::OtherHost);
+    assert!(report.orphans[0].ended);
+    assert_eq!(report.orphans[0].leg_signal, None);
+    // A live owner of this host is judged by its process, vouched or not.
+    assert_eq!(
+        report.left_alone,
+        [
+            ("theirs-not-vouched".to_owned(), OwnerState::OtherHost),
+            ("ours-alive-vouched".to_owned(), OwnerState::Alive),
+        ]
+    );
+    assert!(signals.0.lock().expect("lock").is_empty());
+    let ended = store.session("theirs-vouched").expect("read").expect("row");
+    assert_eq!(ended.status, "failed");
+    assert_eq!(
+        ended.reason_code.as_deref(),
+        Some("session.orphaned.no_process")
+    );
+}
+
+#[test]
 fn kill_cancels_first_then_signals_only_a_verified_leg() {
     // contract: SUP-006
     let store = MemoryStore::default();
