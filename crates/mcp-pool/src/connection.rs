@@ -49,6 +49,8 @@ pub(crate) struct Connection {
     refresh_lock: tokio::sync::Mutex<()>,
     fault: FaultSlot,
     pid: Option<i32>,
+    /// Reached over streamable HTTP (no process of ours).
+    over_http: bool,
     config: Arc<PoolConfig>,
 }
 
@@ -98,6 +100,7 @@ impl Connection {
             refresh_lock: tokio::sync::Mutex::new(()),
             fault,
             pid,
+            over_http: matches!(spec, ServerSpec::Url { .. }),
             config,
         });
         tokio::spawn(relist_on_change(Arc::downgrade(&conn), changed));
@@ -239,6 +242,24 @@ impl Connection {
                 server: self.server.clone(),
                 phase,
                 detail: data.message.to_string(),
+            };
+        }
+        if self.over_http
+            && matches!(
+                error,
+                ServiceError::TransportSend(_) | ServiceError::TransportClosed
+            )
+        {
+            // The HTTP session is gone with it: the caller discards the
+            // connection and the next use connects afresh.
+            self.fault
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_or_insert(Fault::Io(format!("{phase}: the http transport failed")));
+            return Error::Unreachable {
+                server: self.server.clone(),
+                phase,
+                detail: crate::http::with_causes(&error),
             };
         }
         match take_fault_clone(&self.fault) {

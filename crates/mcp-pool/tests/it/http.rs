@@ -259,3 +259,29 @@ async fn a_list_change_announced_over_http_is_re_admitted() {
     assert_eq!(now.denied.len(), 1);
     pool.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_goes_away_mid_session_is_a_server_failure_and_reconnects() {
+    let server = http_server("benign").await;
+    let pool = McpPool::new(http_config());
+    pool.add_server("web", json!({"url": server.url}));
+    pool.list_tools("web").await.expect("list");
+    drop(server);
+    // The process is killed with its socket; the next call fails with a
+    // typed server failure (bounded by the 60 s request timeout).
+    let e = pool
+        .call_tool("web", "echo", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    let Error::Unreachable { phase, detail, .. } = &e else {
+        panic!("expected unreachable, got {e:?}");
+    };
+    assert_eq!(*phase, "tools/call");
+    assert!(detail.contains("127.0.0.1"), "{detail}");
+    assert!(e.is_server_failure());
+    // The broken connection was discarded: the next use connects afresh
+    // and, with nothing listening, says so.
+    let e = pool.list_tools("web").await.unwrap_err();
+    assert!(matches!(e, Error::Unreachable { .. }), "{e:?}");
+    pool.shutdown().await;
+}
