@@ -284,6 +284,44 @@ fn wrong_runtime_shapes_are_typed() {
     ));
 }
 
+#[test]
+fn a_json_env_goes_through_the_supervisors_entry_checks_unquoted() {
+    // A `NAME=VALUE` string where a name belongs, or a NUL in a value, is
+    // refused by kind; nothing of the entry reaches the error.
+    for bad in [
+        json!({"TOKEN=sk-hidden-1": "v"}),
+        json!({"TOKEN": "sk-hidden-1\u{0}"}),
+        json!({"": "sk-hidden-1"}),
+    ] {
+        let mut c = EndpointConfig::new("claude");
+        c.update("env", KwargValue::Json(bad));
+        let err = Endpoint::agentic(&c).expect_err("refused");
+        assert!(matches!(err, Error::RuntimeValueShape("env")), "{err:?}");
+        assert!(!format!("{err} {err:?}").contains("sk-hidden"));
+    }
+}
+
+#[test]
+fn invocation_env_reads_the_carrier_and_refuses_non_utf8() {
+    use std::os::unix::ffi::OsStringExt as _;
+    assert!(providers_core::invocation_env(None).unwrap().is_empty());
+    let env = ChildEnv::try_from_pairs([("A", "1"), ("B", "two")]).unwrap();
+    assert_eq!(
+        providers_core::invocation_env(Some(&env)).unwrap(),
+        BTreeMap::from([
+            ("A".to_owned(), "1".to_owned()),
+            ("B".to_owned(), "two".to_owned())
+        ])
+    );
+    let raw = ChildEnv::try_from_pairs([(
+        std::ffi::OsString::from("K"),
+        std::ffi::OsString::from_vec(b"sk-\xff".to_vec()),
+    )])
+    .unwrap();
+    let err = providers_core::invocation_env(Some(&raw)).expect_err("not utf-8");
+    assert!(matches!(err, Error::RuntimeValueShape("env")), "{err:?}");
+}
+
 static A_COMPUTED: AtomicUsize = AtomicUsize::new(0);
 static B_COMPUTED: AtomicUsize = AtomicUsize::new(0);
 
