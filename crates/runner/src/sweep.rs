@@ -443,13 +443,13 @@ pub fn kill_session<R: SessionRecorder>(
             host: session.owner().and_then(|o| o.host_id).unwrap_or_default(),
         });
     }
-    // A record from another boot, or from a host not known to be this one,
-    // names no process here: nothing is signalled for it.
-    let same_boot = !matches!(
-        owner,
-        OwnerState::Gone(GoneBecause::Rebooted) | OwnerState::HostUnknown
-    );
-    let record = session.leg().and_then(|l| spawned(&l, same_boot));
+    // A record from another boot names no process here.
+    let same_boot = owner != OwnerState::Gone(GoneBecause::Rebooted);
+    // A leg whose host is not known to be this one is never signalled.
+    let record = session
+        .leg()
+        .filter(|_| owner != OwnerState::HostUnknown)
+        .and_then(|l| spawned(&l, same_boot));
     if record.is_none() && owner == OwnerState::Alive {
         return Err(Error::NoLegYet { id });
     }

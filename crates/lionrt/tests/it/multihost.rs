@@ -185,12 +185,13 @@ where
         gone_owner("a-boot-before-this-one", Some(&this_host)),
         Some(&leg.record),
     );
-    // A row from before the host column, from another boot.
+    // A row from before the host column, from another boot, naming the
+    // live leg.
     record(
         store,
         "legacy-other-boot",
         gone_owner("boot-of-someone", None),
-        None,
+        Some(&leg.record),
     );
     // A row from before the host column, this boot, its owner gone.
     record(
@@ -301,6 +302,13 @@ where
             .expect("read")
             .expect("row");
         assert_eq!(s.status, "running", "a legacy row ended on a shared store");
+        // An operator's explicit kill of it records the end but signals
+        // nothing: whose host its leg pid names is not known.
+        let kill = db.json(&["--json", "kill", "legacy-other-boot", "--grace", "0"]);
+        assert_eq!(kill["status"], "cancelled", "{kill}");
+        assert_eq!(kill["owner"], "host_unknown", "{kill}");
+        assert_eq!(kill["signals"], serde_json::json!([]), "{kill}");
+        leg.assert_untouched("kill legacy-other-boot");
     }
     for id in expect_ended {
         let s = store.session(id).expect("read").expect("row");
