@@ -5,6 +5,7 @@ mod contract;
 mod engine;
 mod hooks;
 mod legacy;
+mod owner_host;
 mod overview;
 mod race;
 mod service;
