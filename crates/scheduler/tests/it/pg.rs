@@ -296,8 +296,7 @@ fn two_schedulers_racing_on_one_schema_fire_each_due_instant_once() {
         ));
         (schedules, gated_launcher(store, &env.gate()))
     };
-    // Host b's store is kept here: its pool must not be dropped inside a
-    // runtime (the driver's close would `block_on` there).
+    // Host b: an engine of its own on the same schema.
     let store_b = PgEnv::open(&env.url, &env.schema);
     let (a, la) = host(env.store.clone());
     let (b, lb) = host(store_b.clone());
