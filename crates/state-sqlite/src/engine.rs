@@ -1,6 +1,7 @@
 //! Read-write and read-only engines: r2d2 pools with connect-time pragmas.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use r2d2::{Pool, PooledConnection};
@@ -62,6 +63,12 @@ fn configure(conn: &mut Connection, config: &EngineConfig) -> Result<(), rusqlit
         |r| r.get::<_, i64>(0),
     )?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // A closing connection never checkpoints: the WAL stays in place for
+    // the next connection or process (see [`Engine`]).
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )?;
     Ok(())
 }
 
@@ -80,10 +87,33 @@ fn map_open_error(path: &Path, e: rusqlite::Error) -> StoreError {
 /// The read-write engine: WAL, `synchronous`, `busy_timeout`,
 /// `wal_autocheckpoint` and foreign keys on every connection; migrations
 /// applied at open.
+///
+/// No connection checkpoints when it closes (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`):
+/// by default SQLite checkpoints and deletes the WAL when the last
+/// connection to a file closes, and the next write recreates it. For a
+/// short-lived `lionrt` command that was four fsyncs per process (the
+/// WAL, its directory for the recreated file, the WAL again and the
+/// database). The WAL now stays in place between processes and is
+/// checkpointed by `wal_autocheckpoint` (or `lionrt state checkpoint`),
+/// so its size stays bounded; the next process recovers its index by
+/// reading it, which costs less than the fsyncs did. The connection that
+/// checked and migrated the file is kept open as long as the engine (any
+/// clone of it) lives, so the pool's first connection does not run that
+/// recovery a second time.
+///
+/// Durability: with [`Synchronous::Normal`] (the default) a committed
+/// transaction survives a crash of the process (SIGKILL, panic, OOM
+/// kill), which is the crash model of this store; the WAL is fsynced at
+/// checkpoints only, so a power loss or kernel crash can lose the last
+/// transactions since one (never corrupt the file). [`Synchronous::Full`]
+/// fsyncs the WAL at every commit.
 #[derive(Debug, Clone)]
 pub struct Engine {
     pool: Pool<SqliteConnectionManager>,
     path: PathBuf,
+    /// The first connection, held open only so the pool's connections
+    /// find the WAL index ready (see the type docs); never queried.
+    _keeper: Arc<Mutex<Connection>>,
 }
 
 impl Engine {
@@ -113,7 +143,6 @@ impl Engine {
             Connection::open_with_flags(path, flags).map_err(|e| map_open_error(path, e))?;
         configure(&mut first, &config).map_err(|e| map_open_error(path, e))?;
         migrate(&mut first)?;
-        drop(first);
         let init_config = config.clone();
         let manager = SqliteConnectionManager::file(path)
             .with_flags(flags)
@@ -126,6 +155,7 @@ impl Engine {
         Ok(Engine {
             pool,
             path: path.to_path_buf(),
+            _keeper: Arc::new(Mutex::new(first)),
         })
     }
 
