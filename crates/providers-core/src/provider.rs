@@ -233,8 +233,10 @@ impl PrivateFile {
             let mut f = opts.open(&self.path)?;
             // An existing file keeps its old mode through `open`; force it.
             f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            f.write_all(self.contents.as_bytes())?;
-            f.sync_all()
+            // No fsync: the file is read by a leg on this host (through
+            // the page cache) and removed when the leg ends, so it is of
+            // no use after a power loss; an fsync cost a disk flush per run.
+            f.write_all(self.contents.as_bytes())
         }
         #[cfg(not(unix))]
         {
