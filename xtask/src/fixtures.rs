@@ -8,13 +8,23 @@
 //!   (`crates/mcp-admission/src/unicode_tables.rs`) from the UCD files in
 //!   `fixtures/admission/ucd-14.0.0`.
 //! - `real-cli` (network: npm): runs lionrt's end-to-end tier
-//!   (`e2e_real_cli`) with `LIONRT_E2E_RECORD` set, so the real Claude Code
-//!   and Codex CLIs (installed from npm, run in a loopback-only network
-//!   namespace against the local API stand-in) write their raw streams to
-//!   `fixtures/real-cli/<cli>_<version>_<kind>.jsonl`.
+//!   (`e2e_real_cli`) with `LIONRT_E2E_RECORD` set to a staging directory,
+//!   so the real Claude Code and Codex CLIs (installed from npm, run in a
+//!   loopback-only network namespace against the local API stand-in) write
+//!   their raw streams, moved to
+//!   `fixtures/real-cli/<cli>_<version>_<kind>.jsonl`, and the transcripts
+//!   of the `lionrt run` (the worker's `$HOME/.claude/projects` and
+//!   `$CODEX_HOME/sessions`), laid out as found under
+//!   `fixtures/transcript-mirror/real-cli/{claude,codex}/` (replacing what
+//!   was there) with the worker's temporary work dir rewritten to
+//!   `/tmp/e2erec-<cli>`.
 //! - `lionagi` (network: pip): builds `fixtures/lionagi-import/state.db`
 //!   with the original lionagi 0.36.0 (pip, in a venv under the temp dir)
 //!   by running `fixtures/lionagi-import/make_state_db.py`.
+//!
+//! `--out DIR` (before the set names) writes into `DIR` instead of the
+//! workspace, laid out the same, to compare a new recording with the
+//! committed one before replacing it.
 //!
 //! `--check` regenerates every offline set into a scratch directory and
 //! fails when a generated file differs from the committed one by a single
@@ -63,8 +73,10 @@ fn set_names() -> String {
     SETS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
 }
 
-/// Runs the named fixture generators (all of them with no name), or with
-/// `--check` the drift check of the offline ones.
+/// Runs the named fixture generators (all of them with no name) into the
+/// workspace, or with `--out DIR` first into `DIR` (laid out as the
+/// workspace, to compare before committing); or with `--check` the drift
+/// check of the offline ones.
 pub(crate) fn run(args: &[String]) -> Result<()> {
     let root = workspace_root();
     if args.first().is_some_and(|a| a == "--check") {
@@ -84,6 +96,11 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
             drift.len()
         );
     }
+    let (out, args) = match args {
+        [flag, dir, rest @ ..] if flag == "--out" => (PathBuf::from(dir), rest),
+        [flag] if flag == "--out" => bail!("fixtures --out takes a directory"),
+        _ => (root.clone(), args),
+    };
     let chosen: Vec<&FixtureSet> = if args.is_empty() {
         SETS.iter().collect()
     } else {
@@ -97,7 +114,7 @@ pub(crate) fn run(args: &[String]) -> Result<()> {
     };
     for set in chosen {
         say(&format!("==> fixtures {}", set.name));
-        for file in (set.generate)(&root, &root)? {
+        for file in (set.generate)(&root, &out)? {
             say(&format!("    {}", file.display()));
         }
     }
@@ -169,11 +186,8 @@ fn unicode_tables(source: &Path, out: &Path) -> Result<Vec<PathBuf>> {
 }
 
 fn real_cli(source: &Path, out: &Path) -> Result<Vec<PathBuf>> {
-    let relative = Path::new("fixtures/real-cli");
-    let dir = out.join(relative);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let started = std::time::SystemTime::now();
-    say("==> recording the real CLIs' streams (e2e_real_cli)");
+    let staging = tempfile::tempdir().context("creating a staging directory")?;
+    say("==> recording the real CLIs' streams and transcripts (e2e_real_cli)");
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(source)
         .args([
@@ -187,28 +201,132 @@ fn real_cli(source: &Path, out: &Path) -> Result<Vec<PathBuf>> {
             "--test-threads=1",
             "--nocapture",
         ])
-        .env("LIONRT_E2E_RECORD", &dir)
+        .env("LIONRT_E2E_RECORD", staging.path())
         .status()
         .context("running cargo test")?;
     if !status.success() {
         bail!("the end-to-end tier failed ({status})");
     }
-    let written: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t >= started)
-        })
-        .map(|e| e.file_name())
-        .filter(|n| n.to_string_lossy().ends_with(".jsonl"))
-        .map(|n| relative.join(n))
-        .collect();
-    if written.len() < 2 {
+    lay_out_recording(staging.path(), out)
+}
+
+/// Where `real-cli` writes the raw streams, relative to the output root.
+const STREAMS_DIR: &str = "fixtures/real-cli";
+/// Where `real-cli` writes the transcripts, relative to the output root.
+const TRANSCRIPTS_DIR: &str = "fixtures/transcript-mirror/real-cli";
+/// The CLIs whose transcripts are recorded.
+const TRANSCRIPT_CLIS: [&str; 2] = ["claude", "codex"];
+
+/// The fixed path a recorded CLI's work dir (a fresh temporary directory
+/// per run) is rewritten to in its transcripts.
+fn stable_work_dir(cli: &str) -> String {
+    format!("/tmp/e2erec-{cli}")
+}
+
+/// Claude Code's project directory name for a path: every character other
+/// than an ASCII letter or digit becomes `-`.
+fn claude_project_name(path: &str) -> String {
+    path.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// Moves what the e2e worker recorded under `staging` into `out`: the raw
+/// streams (`<cli>_<version>_<kind>.jsonl`) to [`STREAMS_DIR`], and each
+/// CLI's transcript tree (`transcripts/<cli>/`, as found under the worker's
+/// `$HOME/.claude/projects` or `$CODEX_HOME/sessions`) to
+/// `TRANSCRIPTS_DIR/<cli>/` with the same layout, replacing what was there.
+/// The only rewrite is the worker's temporary work dir (named in
+/// `transcripts/<cli>.workdir`), replaced by [`stable_work_dir`] in file
+/// contents and, in Claude's encoded form, in path components. Returns the
+/// files written, relative to `out`.
+fn lay_out_recording(staging: &Path, out: &Path) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let mut streams = 0;
+    for entry in
+        std::fs::read_dir(staging).with_context(|| format!("reading {}", staging.display()))?
+    {
+        let entry = entry.context("reading the staging directory")?;
+        let name = entry.file_name();
+        if entry.file_type()?.is_file() && name.to_string_lossy().ends_with(".jsonl") {
+            let file = Path::new(STREAMS_DIR).join(&name);
+            let contents = std::fs::read(entry.path())
+                .with_context(|| format!("reading {}", entry.path().display()))?;
+            write_file(out, &file, &contents)?;
+            written.push(file);
+            streams += 1;
+        }
+    }
+    if streams < TRANSCRIPT_CLIS.len() {
         bail!("no stream was recorded (the tier skipped: see its SKIP line)");
     }
+    for cli in TRANSCRIPT_CLIS {
+        let recorded = staging.join("transcripts");
+        let marker = recorded.join(format!("{cli}.workdir"));
+        let work = std::fs::read_to_string(&marker)
+            .with_context(|| format!("reading {} (written by the worker)", marker.display()))?;
+        let work = work.trim();
+        if work.is_empty() {
+            bail!("{} names no work dir", marker.display());
+        }
+        let stable = stable_work_dir(cli);
+        let renames = [
+            (work.to_owned(), stable.clone()),
+            (claude_project_name(work), claude_project_name(&stable)),
+        ];
+        let target = Path::new(TRANSCRIPTS_DIR).join(cli);
+        let dest = out.join(&target);
+        if dest.exists() {
+            std::fs::remove_dir_all(&dest)
+                .with_context(|| format!("clearing {}", dest.display()))?;
+        }
+        let before = written.len();
+        copy_normalised(&recorded.join(cli), &target, out, &renames, &mut written)?;
+        if written.len() == before {
+            bail!("the {cli} worker recorded no transcript");
+        }
+    }
+    written.sort();
     Ok(written)
+}
+
+/// Copies the tree `from` to `out/to`, replacing each `(from, to)` pair of
+/// `renames` in file contents and path components; appends the files
+/// written (relative to `out`) to `written`.
+fn copy_normalised(
+    from: &Path,
+    to: &Path,
+    out: &Path,
+    renames: &[(String, String)],
+    written: &mut Vec<PathBuf>,
+) -> Result<()> {
+    let entries = match std::fs::read_dir(from) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", from.display())),
+    };
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", from.display()))?;
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        for (old, new) in renames {
+            name = name.replace(old.as_str(), new);
+        }
+        let target = to.join(name);
+        if entry.file_type()?.is_dir() {
+            std::fs::create_dir_all(out.join(&target))
+                .with_context(|| format!("creating {}", target.display()))?;
+            copy_normalised(&entry.path(), &target, out, renames, written)?;
+        } else {
+            let mut text = std::fs::read_to_string(entry.path())
+                .with_context(|| format!("reading {}", entry.path().display()))?;
+            for (old, new) in renames {
+                text = text.replace(old.as_str(), new);
+            }
+            write_file(out, &target, text.as_bytes())?;
+            written.push(target);
+        }
+    }
+    Ok(())
 }
 
 fn lionagi(source: &Path, out: &Path) -> Result<Vec<PathBuf>> {
@@ -244,7 +362,7 @@ fn run_checked(cmd: &mut Command) -> Result<()> {
 mod tests {
     use std::path::Path;
 
-    use super::{SETS, check};
+    use super::{SETS, check, claude_project_name, lay_out_recording};
     use crate::unicode_tables::{TABLES_FILE, UCD_DIR};
     use crate::workspace_root;
 
@@ -311,5 +429,127 @@ mod tests {
         let drift = check(work.path()).expect("check");
         assert_eq!(drift.len(), 1, "{drift:?}");
         assert!(drift[0].contains("first difference"), "{drift:?}");
+    }
+
+    fn put(root: &Path, relative: &str, contents: &str) {
+        let path = root.join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, contents).expect("write");
+    }
+
+    fn read(root: &Path, relative: &str) -> String {
+        std::fs::read_to_string(root.join(relative)).expect("read")
+    }
+
+    /// A staging directory as the e2e worker leaves it: two streams, and
+    /// the transcripts from a fake worker HOME whose work dirs were
+    /// `/tmp/.tmpAbC1` (claude) and `/tmp/.tmpXyZ2` (codex).
+    fn fake_recording() -> tempfile::TempDir {
+        let staging = tempfile::tempdir().expect("tempdir");
+        let s = staging.path();
+        put(
+            s,
+            "claude_2.1.197_stream_json.jsonl",
+            "{\"type\":\"system\"}\n",
+        );
+        put(
+            s,
+            "codex_0.171.0_exec_json.jsonl",
+            "{\"type\":\"thread.started\"}\n",
+        );
+        put(s, "transcripts/claude.workdir", "/tmp/.tmpAbC1");
+        put(
+            s,
+            "transcripts/claude/-tmp--tmpAbC1-ws/01e7.jsonl",
+            "{\"cwd\":\"/tmp/.tmpAbC1/ws\",\"message\":\"Say hello.\"}\n",
+        );
+        put(s, "transcripts/codex.workdir", "/tmp/.tmpXyZ2\n");
+        put(
+            s,
+            "transcripts/codex/2026/12/01/rollout-2026-12-01T15-06-37-01a2.jsonl",
+            "{\"cwd\":\"/tmp/.tmpXyZ2/ws\",\"skills\":\"/tmp/.tmpXyZ2/home/.codex/skills\"}\n",
+        );
+        staging
+    }
+
+    #[test]
+    fn claude_project_names_encode_every_non_alphanumeric() {
+        // The committed fixture's directory, from its transcript's cwd.
+        assert_eq!(
+            claude_project_name("/tmp/e2erec-claude/ws"),
+            "-tmp-e2erec-claude-ws"
+        );
+        assert_eq!(claude_project_name("/tmp/.tmpAbC1/ws"), "-tmp--tmpAbC1-ws");
+    }
+
+    // The recorded transcripts land in the transcript-mirror fixture layout
+    // (claude: `<project>/<session>.jsonl`, codex: `YYYY/MM/DD/rollout-…`),
+    // replace an earlier recording, and keep no temporary path.
+    #[test]
+    fn a_recording_is_laid_out_as_the_transcript_mirror_fixtures() {
+        let staging = fake_recording();
+        let out = tempfile::tempdir().expect("tempdir");
+        let stale = "fixtures/transcript-mirror/real-cli/claude/-old/0000.jsonl";
+        put(out.path(), stale, "{}\n");
+        let written = lay_out_recording(staging.path(), out.path()).expect("lay out");
+        let written: Vec<String> = written
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let claude = "fixtures/transcript-mirror/real-cli/claude/-tmp-e2erec-claude-ws/01e7.jsonl";
+        let codex = "fixtures/transcript-mirror/real-cli/codex/2026/12/01/rollout-2026-12-01T15-06-37-01a2.jsonl";
+        assert_eq!(
+            written,
+            [
+                "fixtures/real-cli/claude_2.1.197_stream_json.jsonl",
+                "fixtures/real-cli/codex_0.171.0_exec_json.jsonl",
+                claude,
+                codex,
+            ]
+        );
+        assert_eq!(
+            read(out.path(), claude),
+            "{\"cwd\":\"/tmp/e2erec-claude/ws\",\"message\":\"Say hello.\"}\n"
+        );
+        assert_eq!(
+            read(out.path(), codex),
+            "{\"cwd\":\"/tmp/e2erec-codex/ws\",\"skills\":\"/tmp/e2erec-codex/home/.codex/skills\"}\n"
+        );
+        assert_eq!(
+            read(
+                out.path(),
+                "fixtures/real-cli/codex_0.171.0_exec_json.jsonl"
+            ),
+            "{\"type\":\"thread.started\"}\n"
+        );
+        assert!(
+            !out.path().join(stale).exists(),
+            "the old recording is replaced"
+        );
+    }
+
+    // A recording without streams (the tier skipped), without a work dir
+    // marker or without a transcript is refused, not laid out half.
+    #[test]
+    fn an_incomplete_recording_is_an_error() {
+        let out = tempfile::tempdir().expect("tempdir");
+        let staging = fake_recording();
+        std::fs::remove_file(staging.path().join("codex_0.171.0_exec_json.jsonl")).expect("rm");
+        let e = lay_out_recording(staging.path(), out.path()).expect_err("no codex stream");
+        assert!(e.to_string().contains("no stream"), "{e:#}");
+
+        let staging = fake_recording();
+        std::fs::remove_file(staging.path().join("transcripts/codex.workdir")).expect("rm");
+        let e = lay_out_recording(staging.path(), out.path()).expect_err("no marker");
+        assert!(format!("{e:#}").contains("codex.workdir"), "{e:#}");
+
+        let staging = fake_recording();
+        std::fs::remove_dir_all(staging.path().join("transcripts/claude")).expect("rm");
+        let e = lay_out_recording(staging.path(), out.path()).expect_err("no transcript");
+        assert!(
+            e.to_string()
+                .contains("claude worker recorded no transcript"),
+            "{e:#}"
+        );
     }
 }

@@ -6,9 +6,11 @@
 //! - `unicode-tables [--check]`: regenerate mcp-admission's Unicode tables
 //!   from the UCD files in `fixtures/admission/ucd-14.0.0` (a test of this
 //!   crate fails when the committed tables drift from them).
-//! - `fixtures [--check] [SET...]`: regenerate the generated fixtures from
-//!   their sources: the Unicode tables (offline), and the recordings of
-//!   third-party programs (the real agent CLIs, the original lionagi).
+//! - `fixtures [--check] [--out DIR] [SET...]`: regenerate the generated
+//!   fixtures from their sources: the Unicode tables (offline), and the
+//!   recordings of third-party programs (the real agent CLIs' streams and
+//!   transcripts, the original lionagi). `--out` writes under `DIR` instead
+//!   of the workspace.
 //!   `--check` regenerates the offline sets into a scratch directory and
 //!   fails on any byte of drift (a test of this crate does the same).
 //! - `ci`: what CI runs, defined once (`.ci/run` calls it after installing
@@ -34,11 +36,14 @@ tasks:
   tidy                repository rules (file headers, dependency invariants)
   unicode-tables      regenerate mcp-admission's Unicode tables from the UCD
                       (fixtures/admission/ucd-14.0.0); --check fails on drift
-  fixtures [SET...]   regenerate generated fixtures: unicode-tables (offline),
+  fixtures [--out DIR] [SET...]
+                      regenerate generated fixtures: unicode-tables (offline),
                       real-cli (Claude Code and Codex from npm, loopback-only
-                      namespace), lionagi (the original's state.db, pip);
-                      --check regenerates the offline sets into a scratch
-                      directory and fails on drift
+                      namespace: their streams and transcripts), lionagi
+                      (the original's state.db, pip); --out writes under DIR
+                      (laid out as the workspace) instead; --check
+                      regenerates the offline sets into a scratch directory
+                      and fails on drift
   ci                  fmt check, clippy -D warnings, tests (what .ci/run does)";
 
 fn main() -> ExitCode {

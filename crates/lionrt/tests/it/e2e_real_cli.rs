@@ -14,8 +14,11 @@
 //! runs `lionrt run`. The outer test then reads the recorded session,
 //! messages, usage and resume id from the state.db. With
 //! `LIONRT_E2E_RECORD=DIR` the worker also runs each CLI directly and
-//! writes its raw stream to `DIR/<cli>_<version>_<kind>.jsonl` (what
-//! `cargo xtask fixtures` uses).
+//! writes its raw stream to `DIR/<cli>_<version>_<kind>.jsonl`, and copies
+//! the transcripts the `lionrt run` left in its `$HOME/.claude/projects` or
+//! `$CODEX_HOME/sessions` to `DIR/transcripts/<cli>/` with the work dir's
+//! path in `DIR/transcripts/<cli>.workdir` (what `cargo xtask fixtures`
+//! uses).
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -387,9 +390,41 @@ fn worker() {
     std::fs::write(work.join("lionrt.err"), &out.stderr).expect("write");
 
     if let Some(dir) = std::env::var_os(RECORD) {
+        // The transcripts of the `lionrt run` above, before the direct run
+        // adds its own: `cargo xtask fixtures` lays them out and normalises
+        // the work dir (written next to them) to a fixed path.
+        let to = Path::new(&dir).join("transcripts");
+        let from = if cli == "claude" {
+            home.join(".claude/projects")
+        } else {
+            codex_home.join("sessions")
+        };
+        std::fs::create_dir_all(&to).expect("transcripts dir");
+        if from.is_dir() {
+            copy_tree(&from, &to.join(&cli));
+        }
+        std::fs::write(
+            to.join(format!("{cli}.workdir")),
+            work.to_string_lossy().as_bytes(),
+        )
+        .expect("write the work dir");
         record(&cli, Path::new(&dir), &ws, &env, prompt);
     }
     assert!(out.status.success(), "lionrt run failed: {out:?}");
+}
+
+/// Copies the tree under `from` to `to` (files and directories).
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy");
+    for entry in std::fs::read_dir(from).expect("read a transcript dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a transcript");
+        }
+    }
 }
 
 /// Runs the CLI directly and keeps its raw stream as a fixture.
