@@ -328,7 +328,6 @@ where
 
 #[test]
 fn on_sqlite_the_sweep_never_touches_another_hosts_live_session() {
-    // contract: SUP-006
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("state.db");
     let db = Db::Sqlite(&path);
@@ -341,7 +340,6 @@ fn on_sqlite_the_sweep_never_touches_another_hosts_live_session() {
 
 #[test]
 fn on_postgres_the_sweep_never_touches_another_hosts_live_session() {
-    // contract: SUP-006
     let Ok(url) = std::env::var("LIONRT_TEST_PG") else {
         #[allow(clippy::print_stderr, reason = "a skipped test says why")]
         {

@@ -544,7 +544,6 @@ mod revival {
 
     type RevivePath = fn(&Path, &ReviveSelection, &Actor) -> Vec<Revived>;
 
-    // contract: OBX-026
     #[test]
     fn revival_gives_the_same_result_through_every_path_that_reaches_it() {
         let paths: [(&str, RevivePath); 4] = [
@@ -593,7 +592,6 @@ mod revival {
         assert!(revived_somewhere, "the generated states gave revival work");
     }
 
-    // contract: OBX-026
     #[test]
     fn revival_reads_no_action_kind_and_the_outbox_knows_no_scheduler() {
         let ops = include_str!("../../../outbox/src/ops.rs");

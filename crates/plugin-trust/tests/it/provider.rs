@@ -7,7 +7,7 @@ use crate::support::Env;
 
 #[test]
 fn a_miss_finds_a_trusted_plugin_provider_by_name_or_alias() {
-    // contract: PRV-038, PRV-039, PRV-042
+    // contract: PRV-039
     let env = Env::new();
     env.kit();
     let registry = env.registry();
@@ -95,7 +95,6 @@ fn provider_modules_load_only_on_a_miss_and_once() {
 
 #[test]
 fn no_matching_plugin_falls_back_exactly_as_with_no_plugins() {
-    // contract: PRV-042
     let bare = Env::new();
     let with_kit = Env::new();
     with_kit.kit();

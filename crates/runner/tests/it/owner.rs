@@ -230,7 +230,6 @@ fn a_dry_run_and_a_live_owner_change_nothing() {
 
 #[test]
 fn the_sweep_and_kill_leave_another_hosts_session_alone() {
-    // contract: SUP-006
     let store = MemoryStore::default();
     let actor = Actor::new(ActorType::Executor, "t");
     let this_host = runner::host_id().expect("this host has an identity");
@@ -326,7 +325,6 @@ fn the_sweep_and_kill_leave_another_hosts_session_alone() {
 
 #[test]
 fn a_session_vouched_for_as_gone_is_ended_without_a_signal_even_on_another_host() {
-    // contract: SUP-006
     let store = MemoryStore::default();
     let actor = Actor::new(ActorType::Executor, "t");
     let this_host = runner::host_id().expect("this host has an identity");

@@ -9,7 +9,6 @@ use state_sqlite::{Engine, EngineConfig, MIGRATIONS, Store, schema_version};
 
 #[test]
 fn a_file_from_before_0008_upgrades_and_its_sessions_have_no_host() {
-    // contract: SQL-051
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.db");
     {

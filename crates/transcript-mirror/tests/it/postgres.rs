@@ -580,7 +580,7 @@ fn lineage(pg: &Pg, id: &str) -> Option<serde_json::Value> {
     v.get("lineage").cloned()
 }
 
-// contract: SQL-066, SQL-067, SQL-068
+// contract: SQL-066, SQL-067
 #[test]
 fn postgres_lineage_links_a_continuation_once_without_moving_the_clock() {
     let Some(pg) = Pg::new("lineage") else {
