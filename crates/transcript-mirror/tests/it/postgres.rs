@@ -580,7 +580,7 @@ fn lineage(pg: &Pg, id: &str) -> Option<serde_json::Value> {
     v.get("lineage").cloned()
 }
 
-// contract: SQL-066, SQL-067
+// contract: SQL-066, SQL-067, SQL-068
 #[test]
 fn postgres_lineage_links_a_continuation_once_without_moving_the_clock() {
     let Some(pg) = Pg::new("lineage") else {
@@ -591,16 +591,40 @@ fn postgres_lineage_links_a_continuation_once_without_moving_the_clock() {
     let link = lineage(&pg, S2).expect("S2 is linked");
     assert_eq!(link["parent_session_id"], S1);
     assert_eq!(lineage(&pg, S1), None);
+    // Unlink S2 so the next link really writes, then check that write
+    // leaves the liveness clock alone and a second link changes nothing.
+    pg.exec(&format!(
+        "UPDATE sessions SET node_metadata = (node_metadata::jsonb - 'lineage')::text WHERE id = '{S2}'"
+    ));
+    assert_eq!(lineage(&pg, S2), None);
     let clock = pg.int("SELECT last_message_at FROM sessions WHERE id = $1", S2);
-    let again =
-        MirrorStore::link_session_lineage(&pg.store, S2, "a1000000-0000-4000-8000-000000000010")
-            .expect("link");
+    assert!(clock.is_some(), "S2 has a liveness clock");
+    let parent = "a1000000-0000-4000-8000-000000000010";
+    let first = MirrorStore::link_session_lineage(&pg.store, S2, parent).expect("link");
+    assert_eq!(
+        first,
+        LineageOutcome::Linked {
+            parent_session_id: S1.into(),
+            written: true
+        }
+    );
+    assert_eq!(lineage(&pg, S2), Some(link));
+    assert_eq!(
+        pg.int("SELECT last_message_at FROM sessions WHERE id = $1", S2),
+        clock
+    );
+    let meta = pg.text("SELECT node_metadata FROM sessions WHERE id = $1", S2);
+    let again = MirrorStore::link_session_lineage(&pg.store, S2, parent).expect("link");
     assert_eq!(
         again,
         LineageOutcome::Linked {
             parent_session_id: S1.into(),
             written: false
         }
+    );
+    assert_eq!(
+        pg.text("SELECT node_metadata FROM sessions WHERE id = $1", S2),
+        meta
     );
     assert_eq!(
         pg.int("SELECT last_message_at FROM sessions WHERE id = $1", S2),
