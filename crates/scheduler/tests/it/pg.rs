@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lifecycle_core::{Actor, ActorType};
 use scheduler::{
-    Error, ManualClock, PgSchedules, ScheduleStore, Scheduler, SchedulerConfig, parse_set,
+    Error, ManualClock, MissedFire, PgSchedules, ScheduleStore, Scheduler, SchedulerConfig,
+    parse_set,
 };
 use state_postgres::{DbUrl, PgConfig, PgEngine, PgStore};
 
@@ -155,6 +156,9 @@ fn missed_fires_on_postgres_are_detected_once_per_start() {
     schedules
         .create(&interval("fast", 1, env.dir.path()), T0)
         .expect("create");
+    let mut late = interval("late", 1, env.dir.path());
+    late.missed_fire = MissedFire::RunOnce;
+    schedules.create(&late, T0).expect("create");
     // Down for 10 s: T0+1 .. T0+8 were missed; T0+9 and T0+10 are within
     // the 1 s tolerance, a fire rather than a miss.
     let clock = Arc::new(ManualClock::new(T0 + 10_000_000));
@@ -177,6 +181,16 @@ fn missed_fires_on_postgres_are_detected_once_per_start() {
         .inspect(|r| assert_eq!(r.detected_at, Some(T0 + 10_000_000)))
         .count();
     assert_eq!(skipped, 8);
+    // The run-late schedule misses the same instants but records no skips:
+    // it fires once, late, on the next tick instead.
+    assert!(
+        schedules
+            .runs(Some("late"), 100)
+            .expect("runs")
+            .iter()
+            .all(|r| r.reason.as_deref() != Some("schedule.skipped.missed_fire")),
+        "a run-late schedule records no missed-fire skips"
+    );
     assert!(start().missed.is_empty(), "a second start finds none again");
 }
 
