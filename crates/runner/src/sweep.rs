@@ -31,8 +31,8 @@ use cli_supervisor::{
     GroupSignal, ProcessTable, SignalOutcome, Signaller, SpawnedProcess, signal_recorded_group,
 };
 use lifecycle_core::{
-    Actor, Cancellation, LegRecord, OutcomeKind, OwnerRecord, Reason, SessionRecorder,
-    SessionSnapshot, TransitionCommand, reasons::SessionReasons,
+    Actor, Cancellation, ID_CANDIDATES, IdMatch, LegRecord, OutcomeKind, OwnerRecord, Reason,
+    SessionRecorder, SessionSnapshot, TransitionCommand, reasons::SessionReasons,
 };
 use serde::Serialize;
 
@@ -365,24 +365,25 @@ fn lifecycle_now_micros() -> i64 {
 /// Resolves a session id or a unique prefix of one. An exact id wins; a
 /// prefix matching several ids is refused, naming some of them.
 pub fn resolve_session<R: SessionRecorder>(recorder: &R, prefix: &str) -> Result<String, Error> {
-    if recorder
+    let exact = recorder
         .session(prefix)
         .map_err(Error::store("reading a session"))?
-        .is_some()
-    {
-        return Ok(prefix.to_owned());
-    }
-    let ids = recorder
-        .session_ids_with_prefix(prefix, 6)
-        .map_err(Error::store("looking up a session prefix"))?;
-    match ids.as_slice() {
-        [] => Err(Error::NoSuchSession {
+        .is_some();
+    let ids = if exact {
+        Vec::new()
+    } else {
+        recorder
+            .session_ids_with_prefix(prefix, ID_CANDIDATES)
+            .map_err(Error::store("looking up a session prefix"))?
+    };
+    match IdMatch::from_candidates(exact, prefix, ids) {
+        IdMatch::One(id) => Ok(id),
+        IdMatch::Several(candidates) => Err(Error::AmbiguousSession {
             prefix: prefix.to_owned(),
+            candidates,
         }),
-        [one] => Ok(one.clone()),
-        _ => Err(Error::AmbiguousSession {
+        _ => Err(Error::NoSuchSession {
             prefix: prefix.to_owned(),
-            candidates: ids,
         }),
     }
 }
