@@ -38,10 +38,12 @@
 #![forbid(unsafe_code)]
 
 mod locate;
+mod procs;
 #[cfg(feature = "servers")]
 mod tools;
 
 pub use locate::{BENIGN, DIR_VAR, HOSTILE, KHIVE, locate};
+pub use procs::live_with_tag;
 #[cfg(feature = "servers")]
 pub use tools::{
     EXECUTOR_TOOLS, benign_tools, executor_tools, many_tools, schema, serve_http, serve_stdio,

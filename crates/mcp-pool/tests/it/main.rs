@@ -50,37 +50,7 @@ pub(crate) fn config() -> PoolConfig {
     config
 }
 
-/// Live (non-zombie) processes whose command line carries `tag`.
-pub(crate) fn live_with_tag(tag: &str) -> Vec<i32> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if !cmdline.split(|b| *b == 0).any(|arg| arg == tag.as_bytes()) {
-            continue;
-        }
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // The state follows the parenthesised command name.
-        let state = stat
-            .rsplit_once(") ")
-            .and_then(|(_, rest)| rest.chars().next());
-        if state != Some('Z') && state.is_some() {
-            out.push(pid);
-        }
-    }
-    out
-}
+pub(crate) use mcp_test_servers::live_with_tag;
 
 /// Waits (briefly) until no live process carries `tag`; returns what is
 /// left.
