@@ -35,6 +35,9 @@ pub enum Error {
         /// The parse error.
         source: serde_json::Error,
     },
+    /// A lifecycle rule refused a write (decided before any SQL).
+    #[error("lifecycle rule: {0}")]
+    Rule(#[from] lifecycle_core::CoreError),
     /// The lifecycle store refused or failed.
     #[error(transparent)]
     Store(#[from] state_sqlite::StoreError),

@@ -33,5 +33,5 @@ pub use lock::TickLock;
 pub use model::{Micros, MissedFire, PROVIDERS, RunRequest, ScheduleSpec, Trigger};
 pub use pg::{PgSchedules, TICK_LOCK};
 pub use sqlite::Schedules;
-pub use store::{ApplyReport, Schedule, ScheduleRun, ScheduleStore, parse_set};
+pub use store::{ApplyReport, Claim, RunStart, Schedule, ScheduleRun, ScheduleStore, parse_set};
 pub use tick::{PreambleReport, Scheduler, SchedulerConfig, TickHook, TickReport, scheduler_actor};

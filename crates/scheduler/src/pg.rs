@@ -6,7 +6,12 @@
 //! with itself, so two hosts' `apply`/`create` run one after the other, as
 //! SQLite's `BEGIN IMMEDIATE` makes them; plain reads go on), each status
 //! change appending its `status_transitions` row in the same transaction.
-//! Runs are created and ended through [`PgStore`]'s guarded transitions.
+//! A run starts by a claim: one transaction locks the schedule's row
+//! (`SELECT … FOR UPDATE`), counts its `running` runs and, under the cap,
+//! inserts the new row (decided by the schedule_run policy) with its
+//! history row, so claims on one schedule from any host run one after the
+//! other and the cap holds. Skipped runs are created, and every run is
+//! ended, through [`PgStore`]'s guarded transitions.
 //! The tick's `advance` is a compare-and-swap on the due instant it read
 //! (`IS NOT DISTINCT FROM`), so a definition changed meanwhile wins.
 //!
@@ -31,9 +36,9 @@ use tokio::runtime::RuntimeFlavor;
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec};
 use crate::store::{
-    ApplyReport, ApplyStep, CREATED, DELETED, Schedule, ScheduleRun, ScheduleStore, check_create,
-    decode, enable_change, end_command, initial_status, new_id, plan_apply, run_reason, to_json,
-    validate_set,
+    ApplyReport, ApplyStep, CREATED, Claim, DELETED, RunStart, Schedule, ScheduleRun,
+    ScheduleStore, check_create, decode, enable_change, end_command, initial_status, new_id,
+    plan_apply, run_reason, start_row, to_json, validate_set,
 };
 
 /// The name of the scheduler's advisory tick lock.
@@ -73,6 +78,10 @@ impl Ctx {
 }
 
 const SELECT: &str = "SELECT id, status, spec_json, next_fire_at, last_fire_at FROM schedules";
+
+/// A schedule's `running` runs.
+const COUNT_RUNNING: &str =
+    "SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'running'";
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -301,10 +310,7 @@ impl ScheduleStore for PgSchedules {
         self.call(move |c| {
             let n: i64 = c
                 .conn()?
-                .query_one(
-                    "SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'running'",
-                    &[&schedule_id],
-                )?
+                .query_one(COUNT_RUNNING, &[&schedule_id])?
                 .try_get(0)?;
             Ok(u32::try_from(n).unwrap_or(u32::MAX))
         })
@@ -328,37 +334,98 @@ impl ScheduleStore for PgSchedules {
         })
     }
 
-    fn record_run(
+    fn claim_run(&self, start: &RunStart, actor: &Actor) -> Result<Claim, Error> {
+        let row = start_row(self.ctx.store.registry(), start, actor)?;
+        let start = start.clone();
+        let actor = actor.clone();
+        self.call(move |c| {
+            let mut conn = c.conn()?;
+            let mut tx = conn.transaction()?;
+            // The schedule's row lock serialises the claims on it, on every
+            // host; under READ COMMITTED the count below then sees every run
+            // the previous holder inserted.
+            if tx
+                .query_opt(
+                    "SELECT id FROM schedules WHERE id = $1 FOR UPDATE",
+                    &[&start.schedule_id],
+                )?
+                .is_none()
+            {
+                return Err(Error::NotFound(start.schedule_id));
+            }
+            let n: i64 = tx
+                .query_one(COUNT_RUNNING, &[&start.schedule_id])?
+                .try_get(0)?;
+            let running = u32::try_from(n).unwrap_or(u32::MAX);
+            if running >= start.max_concurrent {
+                return Ok(Claim::Full { running }); // rolled back: nothing written
+            }
+            let (code, summary, reason_json) = row.reason_columns();
+            let params: [&(dyn ToSql + Sync); 15] = [
+                &start.run_id,
+                &row.status,
+                &code,
+                &summary,
+                &reason_json,
+                &row.version,
+                &start.schedule_id,
+                &start.due_at,
+                &start.fired_at,
+                &start.session_id,
+                &row.reason.code,
+                &row.reason.summary,
+                &row.reason_json,
+                &actor.kind.as_str(),
+                &actor.id,
+            ];
+            let inserted = tx.query(
+                "WITH w AS (
+                   INSERT INTO schedule_runs (id, status, status_reason_code, status_reason_summary,
+                      status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id)
+                   VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10)
+                   ON CONFLICT (id) DO NOTHING RETURNING id)
+                 INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code,
+                    reason_summary, reason_json, actor_type, actor_id, override_json, created_at)
+                 SELECT 'schedule_run', w.id, NULL, $2, $11, $12, $13, $14, $15, NULL, $6 FROM w
+                 RETURNING id",
+                &params,
+            )?;
+            if inserted.is_empty() {
+                return Err(Error::Exists(start.run_id));
+            }
+            tx.commit()?;
+            Ok(Claim::Started)
+        })
+    }
+
+    fn record_skip(
         &self,
         run_id: &str,
         schedule_id: &str,
-        status: &str,
         reason: &str,
         reason_json: serde_json::Value,
         due_at: Micros,
         detected_at: Micros,
-        session_id: Option<&str>,
         actor: &Actor,
     ) -> Result<(), Error> {
         let cmd = InitialCommand {
             entity_type: "schedule_run".into(),
             entity_id: run_id.into(),
-            status: status.into(),
+            status: "skipped".into(),
             reason: run_reason(reason, reason_json),
             actor: actor.clone(),
             patch: Default::default(),
         };
         let run_id = run_id.to_owned();
         let schedule_id = schedule_id.to_owned();
-        let session_id = session_id.map(str::to_owned);
         self.call(move |c| {
             let out = c.store.create(&cmd)?;
             if out.result != OutcomeKind::Applied {
                 return Err(Error::Exists(run_id));
             }
             c.conn()?.execute(
-                "UPDATE schedule_runs SET schedule_id = $2, due_at = $3, detected_at = $4, session_id = $5 WHERE id = $1",
-                &[&run_id, &schedule_id, &due_at, &detected_at, &session_id],
+                "UPDATE schedule_runs SET schedule_id = $2, due_at = $3, detected_at = $4 WHERE id = $1",
+                &[&run_id, &schedule_id, &due_at, &detected_at],
             )?;
             Ok(())
         })

@@ -2,9 +2,13 @@
 //!
 //! Definitions are written with plain SQL inside one `BEGIN IMMEDIATE`
 //! transaction (so `apply` of a whole set is atomic), each status change
-//! appending its `status_transitions` row in the same transaction. Runs are
-//! created and ended through the lifecycle store (`Store::create` /
-//! `Store::transition`).
+//! appending its `status_transitions` row in the same transaction. A run
+//! starts by a claim: the count of the schedule's `running` runs and the
+//! insert of the new row (decided by the schedule_run policy, written with
+//! its history row) in one `BEGIN IMMEDIATE` transaction, so concurrent
+//! claims serialise on SQLite's write lock and the cap holds. Skipped runs
+//! are created, and every run is ended, through the lifecycle store
+//! (`Store::create` / `Store::transition`).
 
 use lifecycle_core::{Actor, InitialCommand, OutcomeKind};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -14,9 +18,9 @@ use state_sqlite::Store;
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec};
 use crate::store::{
-    ApplyReport, ApplyStep, CREATED, DELETED, Schedule, ScheduleRun, ScheduleStore, check_create,
-    decode, enable_change, end_command, initial_status, new_id, plan_apply, run_reason, to_json,
-    validate_set,
+    ApplyReport, ApplyStep, CREATED, Claim, DELETED, RunStart, Schedule, ScheduleRun,
+    ScheduleStore, check_create, decode, enable_change, end_command, initial_status, new_id,
+    plan_apply, run_reason, start_row, to_json, validate_set,
 };
 
 /// The schedule tables of one SQLite state file.
@@ -27,6 +31,10 @@ pub struct Schedules {
 }
 
 const SELECT: &str = "SELECT id, status, spec_json, next_fire_at, last_fire_at FROM schedules";
+
+/// A schedule's `running` runs.
+const COUNT_RUNNING: &str =
+    "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'";
 
 impl Schedules {
     /// Schedules of `store`, changed by `actor`.
@@ -171,11 +179,7 @@ impl ScheduleStore for Schedules {
 
     fn running_count(&self, schedule_id: &str) -> Result<u32, Error> {
         let conn = self.conn()?;
-        Ok(conn.query_row(
-            "SELECT count(*) FROM schedule_runs WHERE schedule_id = ?1 AND status = 'running'",
-            [schedule_id],
-            |r| r.get(0),
-        )?)
+        Ok(conn.query_row(COUNT_RUNNING, [schedule_id], |r| r.get(0))?)
     }
 
     fn advance(
@@ -194,22 +198,71 @@ impl ScheduleStore for Schedules {
         Ok(n == 1)
     }
 
-    fn record_run(
+    fn claim_run(&self, start: &RunStart, actor: &Actor) -> Result<Claim, Error> {
+        let row = start_row(self.store.registry(), start, actor)?;
+        let mut conn = self.conn()?;
+        // IMMEDIATE: the write lock is taken before the count, so no other
+        // writer (another claim, in any process) runs between the count and
+        // the insert.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let running: u32 = tx.query_row(COUNT_RUNNING, [&start.schedule_id], |r| r.get(0))?;
+        if running >= start.max_concurrent {
+            return Ok(Claim::Full { running }); // rolled back: nothing written
+        }
+        let (code, summary, reason_json) = row.reason_columns();
+        let inserted = tx.execute(
+            "INSERT OR IGNORE INTO schedule_runs (id, status, status_reason_code, status_reason_summary,
+                status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                start.run_id,
+                row.status,
+                code,
+                summary,
+                reason_json,
+                row.version,
+                start.schedule_id,
+                start.due_at,
+                start.fired_at,
+                start.session_id
+            ],
+        )?;
+        if inserted != 1 {
+            return Err(Error::Exists(start.run_id.clone()));
+        }
+        tx.execute(
+            "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code,
+                reason_summary, reason_json, actor_type, actor_id, override_json, created_at)
+             VALUES ('schedule_run', ?1, NULL, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8)",
+            params![
+                start.run_id,
+                row.status,
+                row.reason.code,
+                row.reason.summary,
+                row.reason_json,
+                actor.kind.as_str(),
+                actor.id,
+                row.version
+            ],
+        )?;
+        tx.commit()?;
+        Ok(Claim::Started)
+    }
+
+    fn record_skip(
         &self,
         run_id: &str,
         schedule_id: &str,
-        status: &str,
         reason: &str,
         reason_json: serde_json::Value,
         due_at: Micros,
         detected_at: Micros,
-        session_id: Option<&str>,
         actor: &Actor,
     ) -> Result<(), Error> {
         let out = self.store.create(&InitialCommand {
             entity_type: "schedule_run".into(),
             entity_id: run_id.into(),
-            status: status.into(),
+            status: "skipped".into(),
             reason: run_reason(reason, reason_json),
             actor: actor.clone(),
             patch: Default::default(),
@@ -218,8 +271,8 @@ impl ScheduleStore for Schedules {
             return Err(Error::Exists(run_id.to_owned()));
         }
         self.conn()?.execute(
-            "UPDATE schedule_runs SET schedule_id = ?2, due_at = ?3, detected_at = ?4, session_id = ?5 WHERE id = ?1",
-            params![run_id, schedule_id, due_at, detected_at, session_id],
+            "UPDATE schedule_runs SET schedule_id = ?2, due_at = ?3, detected_at = ?4 WHERE id = ?1",
+            params![run_id, schedule_id, due_at, detected_at],
         )?;
         Ok(())
     }

@@ -3,8 +3,13 @@
 //! decisions both share (what `apply` changes, what enabling computes), so
 //! the two stores differ only in the SQL that executes them.
 
-use lifecycle_core::{Actor, Reason, TransitionCommand};
+use lifecycle_core::reasons::ScheduleReasons;
+use lifecycle_core::{
+    Actor, CoreError, Decision, InitialCommand, PolicyRegistry, Reason, TransitionCommand,
+    decide_initial,
+};
 use serde::Serialize;
+use serde_json::json;
 
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec, Trigger};
@@ -56,6 +61,38 @@ pub struct ApplyReport {
     pub unchanged: Vec<String>,
     /// Names deleted (stored but absent from the set).
     pub deleted: Vec<String>,
+}
+
+/// A run to start under its schedule's concurrency cap
+/// ([`ScheduleStore::claim_run`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunStart {
+    /// The new schedule_run row's id.
+    pub run_id: String,
+    /// The schedule.
+    pub schedule_id: String,
+    /// At most this many of the schedule's runs may be `running`.
+    pub max_concurrent: u32,
+    /// The instant it was due.
+    pub due_at: Micros,
+    /// When it fired (the row's `detected_at`).
+    pub fired_at: Micros,
+    /// The session the run will record.
+    pub session_id: String,
+}
+
+/// What [`ScheduleStore::claim_run`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Claim {
+    /// The run is recorded `running`.
+    Started,
+    /// The cap's worth of runs was `running` (this many, as counted inside
+    /// the claim's transaction); nothing was written.
+    Full {
+        /// The runs counted `running`.
+        running: u32,
+    },
 }
 
 /// Where schedules and their runs live. Definitions change in one
@@ -110,20 +147,29 @@ pub trait ScheduleStore: Send + Sync + std::fmt::Debug {
         fired_at: Option<Micros>,
     ) -> Result<bool, Error>;
 
-    /// Records a run row: `running` (fired) or `skipped` (with `reason`),
-    /// through the lifecycle store, then its due/detected instants and
-    /// session.
+    /// Starts a run under its schedule's concurrency cap, as ONE atomic
+    /// step: the count of the schedule's `running` runs and the insert of
+    /// the new `running` row (with its history row, its due/detected
+    /// instants and its session) happen in one transaction that no other
+    /// claim on the same schedule can interleave with (SQLite: `BEGIN
+    /// IMMEDIATE`; PostgreSQL: the schedule's row locked `FOR UPDATE`).
+    /// So however many ticks, triggers and processes claim at once, at most
+    /// `max_concurrent` runs are ever `running`. [`Claim::Full`] writes
+    /// nothing: the caller records the skip. This is the only way a run
+    /// becomes `running`.
+    fn claim_run(&self, start: &RunStart, actor: &Actor) -> Result<Claim, Error>;
+
+    /// Records a `skipped` run row (with `reason`) through the lifecycle
+    /// store, then its due/detected instants.
     #[allow(clippy::too_many_arguments, reason = "one row's columns")]
-    fn record_run(
+    fn record_skip(
         &self,
         run_id: &str,
         schedule_id: &str,
-        status: &str,
         reason: &str,
         reason_json: serde_json::Value,
         due_at: Micros,
         detected_at: Micros,
-        session_id: Option<&str>,
         actor: &Actor,
     ) -> Result<(), Error>;
 
@@ -366,4 +412,77 @@ pub(crate) fn end_command(
         cmd = cmd.with_patch("error_detail", serde_json::Value::from(e));
     }
     cmd
+}
+
+/// The `running` row a claim writes, as the lifecycle store would write
+/// it: decided by the schedule_run policy (`decide_initial`: the status is
+/// an initial one, the reason code is valid for the entity), with the same
+/// columns (`status`, the version in `updated_at`/`created_at`, the
+/// denormalised reason) and history row. The claim writes it with plain SQL
+/// because the count must share its transaction, which the lifecycle
+/// store's own `create` cannot join.
+pub(crate) struct StartRow {
+    /// The status written (`running`).
+    pub(crate) status: String,
+    /// The reason.
+    pub(crate) reason: Reason,
+    /// The reason's JSON, as the lifecycle stores write it.
+    pub(crate) reason_json: String,
+    /// Whether the policy denormalises the reason onto the row.
+    pub(crate) reason_columns: bool,
+    /// The row's version (`created_at` = `updated_at`, the history row's
+    /// `created_at`).
+    pub(crate) version: Micros,
+}
+
+impl StartRow {
+    /// The reason columns of the row (`NULL`s when the policy has none).
+    pub(crate) fn reason_columns(&self) -> (Option<&str>, Option<&str>, Option<&str>) {
+        if self.reason_columns {
+            (
+                Some(&self.reason.code),
+                Some(&self.reason.summary),
+                Some(&self.reason_json),
+            )
+        } else {
+            (None, None, None)
+        }
+    }
+}
+
+/// Decides the `running` row of `start` under `registry`'s schedule_run
+/// policy.
+pub(crate) fn start_row(
+    registry: &PolicyRegistry,
+    start: &RunStart,
+    actor: &Actor,
+) -> Result<StartRow, Error> {
+    let cmd = InitialCommand {
+        entity_type: "schedule_run".into(),
+        entity_id: start.run_id.clone(),
+        status: "running".into(),
+        reason: Reason::new(ScheduleReasons::FIRED_DUE),
+        actor: actor.clone(),
+        patch: Default::default(),
+    };
+    let policy = registry.get(&cmd.entity_type)?;
+    match decide_initial(policy, None, &cmd)? {
+        Decision::Write(plan) if plan.patch.is_empty() && plan.override_used.is_none() => {
+            let reason_json = json!({
+                "evidence_refs": cmd.reason.evidence_refs,
+                "metadata": cmd.reason.metadata,
+            })
+            .to_string();
+            Ok(StartRow {
+                status: plan.to_status,
+                reason: cmd.reason,
+                reason_json,
+                reason_columns: plan.write_reason_columns,
+                version: state_sqlite::now_micros(),
+            })
+        }
+        other => Err(Error::Rule(CoreError::InvalidPolicy(format!(
+            "starting a schedule run: unexpected decision {other:?}"
+        )))),
+    }
 }

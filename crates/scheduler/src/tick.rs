@@ -4,6 +4,7 @@
 //! thread of its own, never on the tick's: a slow hook is left running
 //! (reported busy) while the next ticks fire on time.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use lifecycle_core::reasons::ScheduleReasons;
@@ -17,7 +18,18 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::launch::{Fire, Launcher};
 use crate::model::{Micros, MissedFire};
-use crate::store::{Schedule, ScheduleStore};
+use crate::store::{Claim, RunStart, Schedule, ScheduleStore};
+
+/// A suffix that makes a fire's run and session ids unique: this process
+/// and a sequence number within it.
+fn fire_tag() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
 
 /// At most this many further missed instants are counted per schedule.
 const MISSED_COUNT_CAP: usize = 100_000;
@@ -195,15 +207,13 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
                     meta["more"] = json!(rest);
                     meta["more_is_lower_bound"] = json!(rest_capped);
                 }
-                schedules.record_run(
+                schedules.record_skip(
                     &format!("sr-{}-{due}-missed", s.id),
                     &s.id,
-                    "skipped",
                     ScheduleReasons::SKIPPED_MISSED_FIRE,
                     meta,
                     *due,
                     now,
-                    None,
                     &actor,
                 )?;
             }
@@ -323,8 +333,11 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         std::mem::take(&mut self.hook_errors)
     }
 
-    /// Fires `name` now, whatever its due instant (still under its
-    /// concurrency cap). Returns the run id and whether it started.
+    /// Fires `name` now, whatever its due instant, still under its
+    /// concurrency cap (the same atomic claim as a tick's fire, so a
+    /// trigger racing the daemon or another trigger never exceeds it): the
+    /// report names the run started (`fired`) or recorded `skipped` for
+    /// overlap.
     pub fn trigger(&mut self, name: &str) -> Result<TickReport, Error> {
         let s = self
             .schedules
@@ -343,35 +356,34 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         now: Micros,
         report: &mut TickReport,
     ) -> Result<(), Error> {
-        let run_id = format!("sr-{}-{due}-{now}", s.id);
-        let running = self.schedules.running_count(&s.id)?;
-        if running >= s.spec.max_concurrent {
-            self.schedules.record_run(
+        // Unique per fire even when two fires of one schedule share the
+        // instant (a trigger racing the tick, two processes).
+        let tag = fire_tag();
+        let run_id = format!("sr-{}-{due}-{now}-{tag}", s.id);
+        let session_id = format!("sched-{}-{now}-{tag}", s.spec.name);
+        let start = RunStart {
+            run_id: run_id.clone(),
+            schedule_id: s.id.clone(),
+            max_concurrent: s.spec.max_concurrent,
+            due_at: due,
+            fired_at: now,
+            session_id: session_id.clone(),
+        };
+        // The count and the insert are one atomic claim: however the ticks,
+        // triggers and processes interleave, the cap holds.
+        if let Claim::Full { running } = self.schedules.claim_run(&start, &self.actor)? {
+            self.schedules.record_skip(
                 &run_id,
                 &s.id,
-                "skipped",
                 ScheduleReasons::SKIPPED_OVERLAP,
                 json!({"running": running, "max_concurrent": s.spec.max_concurrent}),
                 due,
                 now,
-                None,
                 &self.actor,
             )?;
             report.skipped_overlap.push(run_id);
             return Ok(());
         }
-        let session_id = format!("sched-{}-{now}", s.spec.name);
-        self.schedules.record_run(
-            &run_id,
-            &s.id,
-            "running",
-            ScheduleReasons::FIRED_DUE,
-            json!({}),
-            due,
-            now,
-            Some(&session_id),
-            &self.actor,
-        )?;
         let fire = Fire {
             run_id: run_id.clone(),
             schedule_id: s.id.clone(),

@@ -4,6 +4,7 @@
 //! the tests themselves).
 
 mod apply;
+mod cap;
 mod common;
 mod daemon;
 mod model;

@@ -1,8 +1,9 @@
 //! The scheduler on PostgreSQL (`LIONRT_TEST_PG`), each test in a schema of
 //! its own: a due schedule fires as a run through the runner, a fire that
 //! overlaps the running one is skipped, missed fires are detected once per
-//! start, `apply` reconciles in one transaction, and the advisory tick lock
-//! admits one daemon per schema across hosts.
+//! start, `apply` reconciles in one transaction, the advisory tick lock
+//! admits one daemon per schema across hosts, and fires racing from two
+//! hosts never exceed a schedule's concurrency cap.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,10 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use lifecycle_core::{Actor, ActorType};
 use scheduler::{
     Error, ManualClock, MissedFire, PgSchedules, ScheduleStore, Scheduler, SchedulerConfig,
-    parse_set,
+    TickReport, parse_set,
 };
 use state_postgres::{DbUrl, PgConfig, PgEngine, PgStore};
 
+use crate::cap;
 use crate::common::{gated_launcher, interval, runtime};
 
 const T0: i64 = 1_800_000_000_000_000;
@@ -403,4 +405,101 @@ fn a_host_on_a_multi_thread_runtime_calls_and_drops_the_store_there() {
         .expect("runtime");
     a_host_lives_and_ends_inside(&rt, false);
     a_host_lives_and_ends_inside(&rt, true);
+}
+
+#[test]
+fn hosts_triggering_while_a_daemon_ticks_on_postgres_never_exceed_max_concurrent() {
+    // contract: LC-042
+    let Some(env) = PgEnv::new("cap") else {
+        return;
+    };
+    let cap = 2;
+    let mut spec = interval(cap::NAME, 60, env.dir.path());
+    spec.max_concurrent = cap;
+    env.schedules().create(&spec, T0).expect("create");
+    // Two hosts (two engines, two pools) on one schema; a daemon on the
+    // first, triggering threads on both.
+    let store_b = PgEnv::open(&env.url, &env.schema);
+    let hosts = [env.store.clone(), store_b.clone()];
+    let triggering = 6;
+    let go = std::sync::atomic::AtomicBool::new(false);
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let (reports_tx, reports_rx) = std::sync::mpsc::channel::<TickReport>();
+    let clock = Arc::new(ManualClock::new(cap::DUE));
+    let reports = std::thread::scope(|scope| {
+        let gate = cap::OpenOnDrop(env.gate());
+        for i in 0..=triggering {
+            let tick = i == 0;
+            let store = hosts[i % 2].clone();
+            let (go, ready_tx, reports_tx, clock, gate) = (
+                &go,
+                ready_tx.clone(),
+                reports_tx.clone(),
+                Arc::clone(&clock),
+                env.gate(),
+            );
+            scope.spawn(move || {
+                let schedules: Arc<dyn ScheduleStore> = Arc::new(PgSchedules::new(
+                    store.clone(),
+                    Actor::new(ActorType::Operator, "racer"),
+                ));
+                let launcher = gated_launcher(store, &gate);
+                runtime().block_on(async move {
+                    let mut sched = if tick {
+                        Scheduler::start(schedules, clock, launcher, SchedulerConfig::default())
+                            .expect("start")
+                            .0
+                    } else {
+                        Scheduler::attach(schedules, clock, launcher)
+                    };
+                    let report = cap::race(&mut sched, tick, || {
+                        ready_tx.send(()).expect("ready");
+                        cap::wait_until("go", || go.load(Ordering::SeqCst));
+                    })
+                    .await;
+                    reports_tx.send(report).expect("report");
+                    sched.wait_idle().await;
+                });
+            });
+        }
+        for _ in 0..=triggering {
+            ready_rx
+                .recv_timeout(cap::DEADLINE)
+                .expect("a racer got ready");
+        }
+        go.store(true, Ordering::SeqCst);
+        let reports: Vec<TickReport> = (0..=triggering)
+            .map(|_| {
+                reports_rx
+                    .recv_timeout(cap::DEADLINE)
+                    .expect("a racer's report")
+            })
+            .collect();
+        cap::check_cap(
+            &*env.schedules(),
+            cap,
+            &reports,
+            1 + triggering * cap::TRIGGERS,
+        );
+        // A claimed run's history is the lifecycle store's.
+        let first = reports
+            .iter()
+            .flat_map(|r| &r.fired)
+            .next()
+            .expect("a fire");
+        let history = env.store.history("schedule_run", first).expect("history");
+        assert_eq!(history.len(), 1, "{history:?}");
+        assert_eq!(
+            (
+                history[0].from_status.as_deref(),
+                history[0].to_status.as_str()
+            ),
+            (None, "running")
+        );
+        assert_eq!(history[0].reason_code, "schedule.fired.due");
+        drop(gate);
+        reports
+    });
+    cap::check_ended(&*env.schedules(), &reports);
+    drop(store_b);
 }

@@ -1,0 +1,406 @@
+//! The concurrency cap under racing fires: threads and processes triggering
+//! one schedule while a daemon's tick fires it too never get more than
+//! `max_concurrent` runs `running`; every refused fire is a `skipped` row
+//! with `schedule.skipped.overlap`. The legs wait on a gate file, so no run
+//! ends during the race and the `running` count at its end is its maximum.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+use lifecycle_core::{Actor, ActorType};
+use scheduler::{
+    Clock, Launcher, ManualClock, ScheduleStore, Scheduler, SchedulerConfig, Schedules, TickReport,
+};
+use state_sqlite::{Engine, EngineConfig, Store};
+
+use crate::common::{Env, gated_launcher, interval, runtime};
+
+const T0: i64 = 1_800_000_000_000_000;
+/// The schedule's first due instant (an interval of 60 s from `T0`): every
+/// racer's clock shows it, so the daemon's tick fires it too.
+pub(crate) const DUE: i64 = T0 + 60_000_000;
+pub(crate) const NAME: &str = "capped";
+
+const ROLE: &str = "SCHEDULER_TEST_CAP_ROLE";
+const DB: &str = "SCHEDULER_TEST_CAP_DB";
+const GATE: &str = "SCHEDULER_TEST_CAP_GATE";
+const GO: &str = "SCHEDULER_TEST_CAP_GO";
+/// Triggers per triggering racer.
+pub(crate) const TRIGGERS: usize = 3;
+/// The generous bound on every wait (a failure, never a timing assertion).
+pub(crate) const DEADLINE: Duration = Duration::from_secs(180);
+
+/// An engine on `db` that waits long for SQLite's write lock (the racers
+/// contend for it on a loaded machine).
+fn engine(db: &Path) -> Engine {
+    Engine::open(
+        db,
+        EngineConfig {
+            busy_timeout: Duration::from_secs(60),
+            ..EngineConfig::default()
+        },
+    )
+    .expect("open the state file")
+}
+
+fn sqlite_schedules(engine: &Engine) -> Arc<dyn ScheduleStore> {
+    Arc::new(Schedules::new(
+        Store::new(engine.clone()),
+        Actor::new(ActorType::Operator, "racer"),
+    ))
+}
+
+/// One racer's fires: the daemon's tick (`tick`) or `TRIGGERS` triggers.
+/// The scheduler is ready (the daemon's preamble has run) before `ready`
+/// returns; the race starts when it does.
+pub(crate) async fn race<C: Clock, L: Launcher>(
+    sched: &mut Scheduler<C, L>,
+    tick: bool,
+    ready: impl FnOnce(),
+) -> TickReport {
+    ready();
+    let mut all = TickReport::default();
+    let rounds = if tick { 1 } else { TRIGGERS };
+    for _ in 0..rounds {
+        let r = if tick {
+            sched.tick().expect("tick")
+        } else {
+            sched.trigger(NAME).expect("trigger")
+        };
+        all.fired.extend(r.fired);
+        all.skipped_overlap.extend(r.skipped_overlap);
+    }
+    all
+}
+
+/// Checks a race on `NAME` whose legs still wait on their gate: exactly
+/// `cap` runs are `running` (none can have ended, so this is the most
+/// there ever were), they are the fires reported started, and every other
+/// fire is a `skipped` row for overlap that names the cap.
+pub(crate) fn check_cap(store: &dyn ScheduleStore, cap: u32, reports: &[TickReport], fires: usize) {
+    let fired: Vec<&String> = reports.iter().flat_map(|r| &r.fired).collect();
+    let skipped: Vec<&String> = reports.iter().flat_map(|r| &r.skipped_overlap).collect();
+    let runs = store.runs(Some(NAME), 10_000).expect("runs");
+    assert_eq!(runs.len(), fires, "one row per fire: {runs:?}");
+    assert_eq!(fired.len() + skipped.len(), fires, "{reports:?}");
+    let mut running: Vec<&String> = runs
+        .iter()
+        .filter(|r| r.status == "running")
+        .map(|r| &r.id)
+        .collect();
+    assert_eq!(
+        running.len(),
+        cap as usize,
+        "max_concurrent = {cap}, yet these runs are running: {running:?}"
+    );
+    let mut started = fired.clone();
+    running.sort();
+    started.sort();
+    assert_eq!(running, started, "the running runs are the fires started");
+    let schedule = store.get(NAME).expect("get").expect("the schedule");
+    assert_eq!(store.running_count(&schedule.id).expect("count"), cap);
+    for r in runs.iter().filter(|r| r.status != "running") {
+        assert!(skipped.contains(&&r.id), "an unreported row: {r:?}");
+        assert_eq!(r.status, "skipped", "{r:?}");
+        assert_eq!(
+            r.reason.as_deref(),
+            Some("schedule.skipped.overlap"),
+            "{r:?}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(r.reason_json.as_deref().expect("reason json")).expect("json");
+        assert_eq!(json["metadata"]["max_concurrent"], cap, "{json}");
+        assert!(
+            json["metadata"]["running"].as_u64().expect("running") >= u64::from(cap),
+            "a fire is refused only at the cap: {json}"
+        );
+    }
+}
+
+/// After the gate opened and every racer waited for its runs: they all
+/// completed, and none is running.
+pub(crate) fn check_ended(store: &dyn ScheduleStore, reports: &[TickReport]) {
+    let runs = store.runs(Some(NAME), 10_000).expect("runs");
+    for id in reports.iter().flat_map(|r| &r.fired) {
+        let run = runs.iter().find(|r| &r.id == id).expect("the fired run");
+        assert_eq!(run.status, "completed", "{run:?}");
+    }
+    let schedule = store.get(NAME).expect("get").expect("the schedule");
+    assert_eq!(store.running_count(&schedule.id).expect("count"), 0);
+}
+
+/// Opens the gate when dropped: on success, and when a failed assertion
+/// unwinds, so the racers' legs end and the racers can be joined.
+pub(crate) struct OpenOnDrop(pub(crate) PathBuf);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.0, b"");
+    }
+}
+
+/// Waits (polling, up to the deadline) until `ready` says go.
+pub(crate) fn wait_until(what: &str, ready: impl Fn() -> bool) {
+    let since = Instant::now();
+    while !ready() {
+        assert!(since.elapsed() < DEADLINE, "{what} never happened");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn threads_triggering_while_the_daemon_ticks_never_exceed_max_concurrent() {
+    // contract: LC-042
+    let env = Env::new();
+    let db = env.dir.path().join("state.db");
+    let cap = 3;
+    let mut spec = interval(NAME, 60, env.dir.path());
+    spec.max_concurrent = cap;
+    env.schedules().create(&spec, T0).expect("create");
+    let triggering = 8;
+    let go = AtomicBool::new(false);
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let (reports_tx, reports_rx) = mpsc::channel::<TickReport>();
+    let clock = Arc::new(ManualClock::new(DUE));
+    let schedules = env.schedules();
+    let reports = std::thread::scope(|scope| {
+        let gate = OpenOnDrop(env.gate());
+        // The daemon (its preamble first) and the triggering threads, each
+        // with an engine of its own on the same file.
+        for i in 0..=triggering {
+            let tick = i == 0;
+            let (go, ready_tx, reports_tx, clock, db, gate) = (
+                &go,
+                ready_tx.clone(),
+                reports_tx.clone(),
+                Arc::clone(&clock),
+                &db,
+                env.gate(),
+            );
+            scope.spawn(move || {
+                let engine = engine(db);
+                let schedules = sqlite_schedules(&engine);
+                let launcher = gated_launcher(Store::new(engine), &gate);
+                runtime().block_on(async move {
+                    let mut sched = if tick {
+                        Scheduler::start(schedules, clock, launcher, SchedulerConfig::default())
+                            .expect("start")
+                            .0
+                    } else {
+                        Scheduler::attach(schedules, clock, launcher)
+                    };
+                    let report = race(&mut sched, tick, || {
+                        ready_tx.send(()).expect("ready");
+                        wait_until("go", || go.load(Ordering::SeqCst));
+                    })
+                    .await;
+                    reports_tx.send(report).expect("report");
+                    sched.wait_idle().await;
+                });
+            });
+        }
+        for _ in 0..=triggering {
+            ready_rx.recv_timeout(DEADLINE).expect("a racer got ready");
+        }
+        go.store(true, Ordering::SeqCst);
+        let reports: Vec<TickReport> = (0..=triggering)
+            .map(|_| reports_rx.recv_timeout(DEADLINE).expect("a racer's report"))
+            .collect();
+        check_cap(&*schedules, cap, &reports, 1 + triggering * TRIGGERS);
+        // A claimed run's history is the lifecycle store's: created
+        // `running` by the scheduler with the fire's reason.
+        let first = reports
+            .iter()
+            .flat_map(|r| &r.fired)
+            .next()
+            .expect("a fire");
+        let history = schedules
+            .store()
+            .history("schedule_run", first)
+            .expect("history");
+        assert_eq!(history.len(), 1, "{history:?}");
+        assert_eq!(
+            (
+                history[0].from_status.as_deref(),
+                history[0].to_status.as_str()
+            ),
+            (None, "running")
+        );
+        assert_eq!(history[0].reason_code, "schedule.fired.due");
+        assert_eq!(history[0].actor_type, "scheduler");
+        drop(gate);
+        reports
+    });
+    check_ended(&*schedules, &reports);
+    let first = reports
+        .iter()
+        .flat_map(|r| &r.fired)
+        .next()
+        .expect("a fire");
+    let history = schedules
+        .store()
+        .history("schedule_run", first)
+        .expect("history");
+    assert_eq!(
+        history.last().map(|h| h.to_status.as_str()),
+        Some("completed"),
+        "the claimed run ended through the lifecycle store: {history:?}"
+    );
+}
+
+/// Worker role: one racer in a process of its own (`tick`: the daemon,
+/// started before the race; `trigger`: `TRIGGERS` triggers). Waits for the
+/// go file, races, prints its report, then waits for its runs (their legs
+/// wait on the gate).
+#[test]
+fn worker_cap_racer() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is set by the parent"));
+    let engine = engine(Path::new(&var(DB)));
+    let schedules = sqlite_schedules(&engine);
+    let launcher = gated_launcher(Store::new(engine), Path::new(&var(GATE)));
+    let go = PathBuf::from(var(GO));
+    let clock = Arc::new(ManualClock::new(DUE));
+    let tick = role == "tick";
+    runtime().block_on(async move {
+        let mut sched = if tick {
+            Scheduler::start(schedules, clock, launcher, SchedulerConfig::default())
+                .expect("start")
+                .0
+        } else {
+            Scheduler::attach(schedules, clock, launcher)
+        };
+        let report = race(&mut sched, tick, || {
+            #[allow(clippy::print_stdout, reason = "the worker reports to its parent")]
+            {
+                println!("\nREADY");
+            }
+            std::io::stdout().flush().expect("flush");
+            wait_until("go", || go.exists());
+        })
+        .await;
+        #[allow(clippy::print_stdout, reason = "the worker reports to its parent")]
+        {
+            println!(
+                "\nREPORT {} {}",
+                report.fired.join(","),
+                report.skipped_overlap.join(",")
+            );
+        }
+        std::io::stdout().flush().expect("flush");
+        sched.wait_idle().await;
+    });
+}
+
+/// The racing processes; dropping it opens the gate and ends any still
+/// running, so a failing test leaves no process behind.
+struct Racers {
+    children: Vec<Child>,
+    gate: PathBuf,
+}
+
+impl Drop for Racers {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.gate, b"");
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn processes_triggering_while_a_daemon_process_ticks_never_exceed_max_concurrent() {
+    // contract: LC-042
+    let env = Env::new();
+    let db = env.dir.path().join("state.db");
+    let go = env.dir.path().join("go");
+    let cap = 2;
+    let mut spec = interval(NAME, 60, env.dir.path());
+    spec.max_concurrent = cap;
+    env.schedules().create(&spec, T0).expect("create");
+    let triggering = 4;
+    let exe = std::env::current_exe().expect("test binary");
+    let mut racers = Racers {
+        children: Vec::new(),
+        gate: env.gate(),
+    };
+    // `None`: a racer is ready (the daemon's preamble has run); `Some`: a
+    // racer's report.
+    let (reports_tx, reports_rx) = mpsc::channel::<Option<TickReport>>();
+    for i in 0..=triggering {
+        let mut child = Command::new(&exe)
+            .args([
+                "cap::worker_cap_racer",
+                "--exact",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(ROLE, if i == 0 { "tick" } else { "trigger" })
+            .env(DB, &db)
+            .env(GATE, env.gate())
+            .env(GO, &go)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn a racer");
+        let out = child.stdout.take().expect("stdout");
+        racers.children.push(child);
+        let tx = reports_tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some((_, ids)) = line.split_once("REPORT ") {
+                    let (fired, skipped) = ids.split_once(' ').unwrap_or((ids, ""));
+                    let list = |l: &str| -> Vec<String> {
+                        l.split(',')
+                            .filter(|s| !s.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    };
+                    let _ = tx.send(Some(TickReport {
+                        fired: list(fired),
+                        skipped_overlap: list(skipped),
+                        ..TickReport::default()
+                    }));
+                } else if line.contains("READY") {
+                    let _ = tx.send(None);
+                }
+            }
+        });
+    }
+    drop(reports_tx);
+    let next = || {
+        reports_rx
+            .recv_timeout(DEADLINE)
+            .expect("a racer's message")
+    };
+    for _ in 0..=triggering {
+        assert!(next().is_none(), "a racer reported before it was ready");
+    }
+    std::fs::write(&go, b"").expect("go");
+    let reports: Vec<TickReport> = (0..=triggering)
+        .map(|_| next().expect("a racer's report"))
+        .collect();
+    let schedules = env.schedules();
+    check_cap(&*schedules, cap, &reports, 1 + triggering * TRIGGERS);
+
+    env.open_gate();
+    let since = Instant::now();
+    for c in &mut racers.children {
+        loop {
+            if let Some(status) = c.try_wait().expect("wait") {
+                assert!(status.success(), "a racer failed: {status}");
+                break;
+            }
+            assert!(since.elapsed() < DEADLINE, "a racer never ended");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    check_ended(&*schedules, &reports);
+}
