@@ -256,11 +256,7 @@ impl Connection {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .get_or_insert(Fault::Io(format!("{phase}: the http transport failed")));
-            return Error::Unreachable {
-                server: self.server.clone(),
-                phase,
-                detail: crate::http::with_causes(&error),
-            };
+            return crate::http::transport_error(&self.server, phase, &error);
         }
         match take_fault_clone(&self.fault) {
             Some(fault) => fault_error(&self.server, phase, fault),

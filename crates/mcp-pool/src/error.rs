@@ -118,6 +118,22 @@ pub enum Error {
         /// value).
         detail: String,
     },
+    /// TLS to an `https` server failed, and nothing was sent to it in the
+    /// clear instead: its certificate was refused (issuer not trusted,
+    /// issued for another host, expired), the handshake failed, or the
+    /// client's TLS could not be set up (an extra root that is not a PEM
+    /// certificate, no root at all).
+    #[error("mcp server '{server}' failed tls during {phase}: {reason}: {detail}")]
+    Tls {
+        /// The server.
+        server: String,
+        /// What the client was doing.
+        phase: &'static str,
+        /// What kind of failure.
+        reason: TlsFailure,
+        /// rustls's description (or what in the setup is wrong).
+        detail: String,
+    },
     /// The server answered with a JSON-RPC error, or the client side of
     /// rmcp failed otherwise.
     #[error("mcp server '{server}' failed {phase}: {detail}")]
@@ -173,6 +189,72 @@ pub enum Error {
         /// as opposed to answering no.
         errored: bool,
     },
+}
+
+/// Why TLS to a server failed ([`Error::Tls`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The certificate does not chain to a trusted root (the platform's or
+    /// an extra one), or its signature does not verify.
+    UntrustedIssuer,
+    /// The certificate is valid, but not for the host in the url.
+    WrongHost,
+    /// The certificate has expired or is not yet valid.
+    Expired,
+    /// The certificate was refused for another reason (revoked, malformed,
+    /// unsupported algorithm).
+    CertificateRejected,
+    /// The handshake failed otherwise (protocol error, alert from the
+    /// server, no common parameters).
+    Handshake,
+    /// The client's TLS could not be set up from the configuration.
+    Setup,
+}
+
+impl TlsFailure {
+    /// A stable kebab-case code.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::UntrustedIssuer => "untrusted-issuer",
+            Self::WrongHost => "wrong-host",
+            Self::Expired => "expired",
+            Self::CertificateRejected => "certificate-rejected",
+            Self::Handshake => "handshake",
+            Self::Setup => "setup",
+        }
+    }
+
+    /// The kind of a rustls error.
+    pub(crate) fn of(error: &rustls::Error) -> Self {
+        use rustls::CertificateError as C;
+        match error {
+            rustls::Error::InvalidCertificate(cert) => match cert {
+                C::UnknownIssuer | C::BadSignature => Self::UntrustedIssuer,
+                C::NotValidForName | C::NotValidForNameContext { .. } => Self::WrongHost,
+                C::Expired
+                | C::ExpiredContext { .. }
+                | C::NotValidYet
+                | C::NotValidYetContext { .. } => Self::Expired,
+                _ => Self::CertificateRejected,
+            },
+            _ => Self::Handshake,
+        }
+    }
+}
+
+impl std::fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text = match self {
+            Self::UntrustedIssuer => "certificate not issued by a trusted root",
+            Self::WrongHost => "certificate not valid for this host",
+            Self::Expired => "certificate expired or not yet valid",
+            Self::CertificateRejected => "certificate rejected",
+            Self::Handshake => "handshake failed",
+            Self::Setup => "tls setup failed",
+        };
+        write!(f, "{text} [{}]", self.code())
+    }
 }
 
 /// Why a listed tool was refused at registration.

@@ -67,27 +67,48 @@
 //! - URL servers pass the same authorization (https or wss, host
 //!   allowlist; plain http to a loopback host only when
 //!   [`SecurityConfig::allow_loopback_http`] is set) and are then reached
-//!   with rmcp's streamable HTTP client. The `headers` of the entry are
+//!   with rmcp's streamable HTTP client (https through rustls, see
+//!   [TLS](#tls)). The `headers` of the entry are
 //!   sent with every request (the transport's own headers cannot be
 //!   overridden; an invalid name or value is [`Error::ServerConfigInvalid`],
 //!   which never quotes the value). A server that cannot be reached is
-//!   [`Error::Unreachable`]; one that accepts but never answers is
+//!   [`Error::Unreachable`]; one whose certificate is refused is
+//!   [`Error::Tls`]; one that accepts but never answers is
 //!   [`Error::Timeout`].
 //!
 //! # TLS
 //!
-//! None ships. The HTTP client is reqwest with its default features off
-//! (rmcp's `transport-streamable-http-client-reqwest`, without its
-//! `reqwest` TLS feature): rmcp's TLS options are rustls with the aws-lc-rs
-//! provider (a C and assembly build, by far the largest part of the tree),
-//! native-tls (the system's OpenSSL at build and run time), or rustls with
-//! no provider (a provider crate to add and install at start). Every test
-//! and the local servers this runtime is pointed at today speak plain
-//! `http://` on loopback, so the build stays without a TLS stack: an
-//! `https` URL is authorized but then refused with
-//! [`Error::TransportUnsupported`] before any connection is attempted, and
-//! `wss` (a WebSocket transport) likewise. Adding TLS is enabling one of
-//! those rmcp features and dropping that refusal.
+//! `https` URLs are spoken through rustls, handed to reqwest (rmcp's HTTP
+//! client) as a ready `ClientConfig`:
+//!
+//! - **Crypto provider:** `ring`, passed in the config (no process-wide
+//!   provider is installed). rustls's default, aws-lc-rs, is a much larger
+//!   C and assembly build; native-tls would tie the binary to the system's
+//!   OpenSSL.
+//! - **Roots:** the platform's, through rustls-platform-verifier (on Linux
+//!   the system's CA bundle as rustls-native-certs finds it, `SSL_CERT_FILE`
+//!   and `SSL_CERT_DIR` included), plus
+//!   [`SecurityConfig::extra_tls_roots_pem`] for a private or test CA. An
+//!   extra root that holds no certificate, or no root at all, refuses every
+//!   https connection ([`TlsFailure::Setup`]) rather than being skipped.
+//! - **Fail closed:** a certificate that does not chain to a trusted root,
+//!   is for another host, or is out of date is [`Error::Tls`] with the
+//!   matching [`TlsFailure`] (`untrusted-issuer`, `wrong-host`, `expired`;
+//!   `handshake` for a server that does not speak TLS). There is no setting
+//!   that skips verification, the client for an https URL sends nothing
+//!   but https (`https_only`), and redirects are followed only for 307/308
+//!   to the same scheme, host and port, so nothing is ever retried in the
+//!   clear. Transport authorization is unchanged: https to any allowed
+//!   host, plain http only to loopback with
+//!   [`SecurityConfig::allow_loopback_http`].
+//! - **Connections:** like rmcp's default client, no idle connection is
+//!   kept, so every request opens a connection and, for https, a TLS
+//!   handshake (rustls resumes sessions, which shortens the repeat ones).
+//! - `wss` stays unsupported ([`Error::TransportUnsupported`] before any
+//!   connection): rmcp offers no WebSocket client transport.
+//!
+//! The tests serve the benign fixture over TLS on `127.0.0.1` with a CA and
+//! leaf certificates made at test time, and check each refusal.
 //!
 //! # Performance
 //!
@@ -143,7 +164,7 @@ mod transport;
 
 pub use audit::{DenialRecord, DenialSink, POOL_ACTOR_ID, TOOL_DENIED_KIND, TOOL_ENTITY_TYPE};
 pub use config::{ServerSpec, parse_config, read_config_file};
-pub use error::{DenialReason, Error};
+pub use error::{DenialReason, Error, TlsFailure};
 pub use gate::{CallGate, GateDecision, GateRequest};
 pub use pool::{McpPool, PoolConfig, ToolListing, ToolResult, ToolSummary};
 pub use registry::{AdmittedTool, DeniedTool, ListedTool, Registry};

@@ -51,6 +51,13 @@ pub struct SecurityConfig {
     pub allow_loopback_http: bool,
     /// When set, the only hosts allowed (exact, case-insensitive).
     pub url_allowlist: Option<BTreeSet<String>>,
+    /// CA certificates trusted for `https` servers besides the platform's
+    /// roots (a private CA, a test CA): each entry is PEM text with one or
+    /// more `CERTIFICATE` blocks. They add to the platform's roots and
+    /// never replace them; an entry that holds no certificate makes every
+    /// https connection fail ([`Error::Tls`], setup) rather than be ignored.
+    /// There is no setting that skips certificate verification.
+    pub extra_tls_roots_pem: Vec<String>,
     /// Inherited variables whose name contains one of these are dropped.
     pub env_denylist_patterns: BTreeSet<String>,
     /// Whether to drop them.
@@ -65,6 +72,7 @@ impl Default for SecurityConfig {
             allow_urls: false,
             allow_loopback_http: false,
             url_allowlist: None,
+            extra_tls_roots_pem: Vec::new(),
             env_denylist_patterns: DEFAULT_ENV_DENYLIST
                 .iter()
                 .map(|s| (*s).to_owned())

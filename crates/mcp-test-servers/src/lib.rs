@@ -15,7 +15,8 @@
 //!   it serves streamable HTTP instead of stdio: it listens on
 //!   `127.0.0.1` at an ephemeral port, prints the endpoint's URL
 //!   (`http://127.0.0.1:PORT/mcp`) as its first stdout line, and exits when
-//!   its stdin closes.
+//!   its stdin closes. With `--tls-cert CERT.pem --tls-key KEY.pem` as well
+//!   it serves that over TLS (rustls, ring) and prints an `https://` URL.
 //! - `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json`:
 //!   never answers `initialize` (and ignores SIGTERM, with a grandchild in
 //!   its process group); aborts while serving the second page of
@@ -46,6 +47,6 @@ pub use locate::{BENIGN, DIR_VAR, HOSTILE, KHIVE, locate};
 pub use procs::live_with_tag;
 #[cfg(feature = "servers")]
 pub use tools::{
-    EXECUTOR_TOOLS, benign_tools, executor_tools, many_tools, schema, serve_http, serve_stdio,
-    spawn_sleeper,
+    EXECUTOR_TOOLS, TlsFiles, benign_tools, executor_tools, many_tools, schema, serve_http,
+    serve_stdio, spawn_sleeper,
 };

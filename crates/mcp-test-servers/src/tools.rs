@@ -116,16 +116,52 @@ pub async fn serve_stdio<H: rmcp::ServerHandler>(handler: H) -> Result<(), Strin
     Ok(())
 }
 
+/// The certificate chain and private key (PEM files) of the HTTP mode's
+/// TLS listener.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert: std::path::PathBuf,
+    /// The leaf's private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: std::path::PathBuf,
+}
+
+/// A TLS acceptor from `files` (rustls, ring provider, HTTP/1.1 by ALPN).
+fn tls_acceptor(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, String> {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let certs = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+        .map_err(|e| format!("tls cert {}: {e}", files.cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(&files.key)
+        .map_err(|e| format!("tls key {}: {e}", files.key.display()))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| format!("tls versions: {e}"))?
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .map_err(|e| format!("tls cert and key: {e}"))?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
 /// Serves a fresh handler from `factory` per MCP session over streamable
-/// HTTP on `127.0.0.1`, at an ephemeral port, path `/mcp`. The endpoint's
-/// URL is printed as the first line on stdout once the socket listens; the
-/// server runs until stdin reaches end of file (its parent went away or
-/// closed it) or the process is killed.
+/// HTTP on `127.0.0.1`, at an ephemeral port, path `/mcp`, behind TLS when
+/// `tls` is given. The endpoint's URL (`http://127.0.0.1:PORT/mcp`, or
+/// `https://...`) is printed as the first line on stdout once the socket
+/// listens; the server runs until stdin reaches end of file (its parent
+/// went away or closed it) or the process is killed. A client whose TLS
+/// handshake fails is disconnected; the server goes on.
 ///
 /// # Errors
 ///
-/// A message when the socket cannot be bound or stdout written.
-pub async fn serve_http<H, F>(factory: F) -> Result<(), String>
+/// A message when the certificate or key cannot be loaded, the socket
+/// cannot be bound or stdout written.
+pub async fn serve_http<H, F>(factory: F, tls: Option<&TlsFiles>) -> Result<(), String>
 where
     H: rmcp::ServerHandler,
     F: Fn() -> H + Send + Sync + 'static,
@@ -134,6 +170,7 @@ where
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+    let acceptor = tls.map(tls_acceptor).transpose()?;
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(|e| format!("bind: {e}"))?;
@@ -146,9 +183,10 @@ where
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
     let mut stdout = tokio::io::stdout();
     stdout
-        .write_all(format!("http://127.0.0.1:{port}/mcp\n").as_bytes())
+        .write_all(format!("{scheme}://127.0.0.1:{port}/mcp\n").as_bytes())
         .await
         .map_err(|e| format!("stdout: {e}"))?;
     stdout.flush().await.map_err(|e| format!("stdout: {e}"))?;
@@ -158,12 +196,23 @@ where
                 continue;
             };
             let service = hyper_util::service::TowerToHyperService::new(service.clone());
+            let acceptor = acceptor.clone();
             tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(stream);
-                // A connection's failure concerns that client alone.
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await;
+                let http = hyper::server::conn::http1::Builder::new();
+                // A connection's failure (a refused handshake included)
+                // concerns that client alone.
+                match acceptor {
+                    Some(acceptor) => {
+                        if let Ok(stream) = acceptor.accept(stream).await {
+                            let io = hyper_util::rt::TokioIo::new(stream);
+                            let _ = http.serve_connection(io, service).await;
+                        }
+                    }
+                    None => {
+                        let io = hyper_util::rt::TokioIo::new(stream);
+                        let _ = http.serve_connection(io, service).await;
+                    }
+                }
             });
         }
     };

@@ -14,16 +14,37 @@ use tokio::process::{Child, Command};
 use crate::{fixture, tag};
 
 /// A fixture server serving HTTP; killed when dropped.
-struct HttpServer {
-    _child: Child,
-    url: String,
+pub(crate) struct HttpServer {
+    child: Child,
+    pub(crate) url: String,
+    /// The tag among its arguments (see [`crate::live_with_tag`]).
+    pub(crate) tag: String,
+}
+
+impl HttpServer {
+    /// Kills the server and reaps it.
+    pub(crate) async fn stop(mut self) {
+        self.child
+            .kill()
+            .await
+            .expect("kill the http fixture server");
+    }
 }
 
 /// Starts the benign fixture server in `mode` over HTTP and reads the URL
 /// it prints once it listens.
 async fn http_server(mode: &str) -> HttpServer {
+    http_server_with(mode, &[]).await
+}
+
+/// [`http_server`] with further arguments (`--tls-cert` and `--tls-key`);
+/// the URL it prints is `http://127.0.0.1:PORT/mcp`, or `https://` with
+/// TLS.
+pub(crate) async fn http_server_with(mode: &str, extra: &[&str]) -> HttpServer {
+    let tag = tag();
     let mut child = Command::new(fixture(BENIGN))
-        .args([mode, "--http", &tag()])
+        .args([mode, "--http", &tag])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -42,8 +63,11 @@ async fn http_server(mode: &str) -> HttpServer {
     .expect("the server printed its url in time")
     .expect("read the url");
     let url = line.trim().to_owned();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    HttpServer { _child: child, url }
+    assert!(
+        url.starts_with("http://127.0.0.1:") || url.starts_with("https://127.0.0.1:"),
+        "the fixture did not print its url: {url:?}"
+    );
+    HttpServer { child, url, tag }
 }
 
 /// A pool reaching URLs, plain http to loopback included, with generous
@@ -189,14 +213,11 @@ async fn what_this_build_cannot_speak_is_refused_before_connecting() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let pool = McpPool::new(http_config());
-    // https is authorized (to any host) but needs TLS, not compiled in.
-    pool.add_server(
-        "tls",
-        json!({"url": format!("https://localhost:{port}/mcp")}),
-    );
-    let e = pool.list_tools("tls").await.unwrap_err();
+    // wss is authorized (to any host) but no WebSocket transport is built.
+    pool.add_server("ws", json!({"url": format!("wss://localhost:{port}/mcp")}));
+    let e = pool.list_tools("ws").await.unwrap_err();
     assert!(matches!(e, Error::TransportUnsupported { .. }), "{e}");
-    assert!(e.to_string().contains("TLS"), "{e}");
+    assert!(e.to_string().contains("'wss' urls are not spoken"), "{e}");
     // A header the transport sets itself, and a value that cannot be
     // sent; the message never quotes the value.
     pool.add_server(

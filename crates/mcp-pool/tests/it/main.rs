@@ -1,6 +1,6 @@
 //! Integration tests for mcp-pool against real MCP servers (the fixture
 //! binaries of mcp-test-servers, spawned over stdio, or serving streamable
-//! HTTP on loopback).
+//! HTTP, plain or behind TLS, on loopback).
 
 mod config;
 mod hostile;
@@ -8,6 +8,7 @@ mod http;
 mod pool;
 mod registry;
 mod security;
+mod tls;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

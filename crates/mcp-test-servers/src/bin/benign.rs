@@ -1,6 +1,8 @@
-//! `mcp-benign-server benign|executor|many N|list-changes [--http] [TAG...]`:
-//! a well-behaved MCP server over stdio, or over streamable HTTP on loopback
-//! with `--http` (see the crate docs for the modes).
+//! `mcp-benign-server benign|executor|many N|list-changes [--http
+//! [--tls-cert CERT.pem --tls-key KEY.pem]] [TAG...]`: a well-behaved MCP
+//! server over stdio, or over streamable HTTP on loopback with `--http`,
+//! behind TLS with a certificate and key (see the crate docs for the
+//! modes).
 #![forbid(unsafe_code)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +16,9 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
-use mcp_test_servers::{benign_tools, executor_tools, many_tools, schema, serve_http, serve_stdio};
+use mcp_test_servers::{
+    TlsFiles, benign_tools, executor_tools, many_tools, schema, serve_http, serve_stdio,
+};
 
 #[derive(Clone, Copy)]
 enum Mode {
@@ -129,6 +133,19 @@ impl rmcp::ServerHandler for Server {
 #[allow(clippy::print_stderr, reason = "a fixture binary reports usage errors")]
 fn main() {
     let http = std::env::args().skip(1).any(|a| a == "--http");
+    let option = |name: &str| {
+        let mut args = std::env::args().skip(1);
+        args.position(|a| a == name)?;
+        args.next().map(std::path::PathBuf::from)
+    };
+    let tls = match (option("--tls-cert"), option("--tls-key")) {
+        (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+        (None, None) => None,
+        _ => {
+            eprintln!("--tls-cert and --tls-key go together");
+            std::process::exit(2);
+        }
+    };
     let mut args = std::env::args().skip(1);
     let mode = match args.next().as_deref() {
         None | Some("benign") => Mode::Benign,
@@ -155,7 +172,7 @@ fn main() {
         flipped: AtomicBool::new(false),
     };
     let served = if http {
-        runtime.block_on(serve_http(new_server))
+        runtime.block_on(serve_http(new_server, tls.as_ref()))
     } else {
         runtime.block_on(serve_stdio(new_server()))
     };
