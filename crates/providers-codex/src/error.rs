@@ -34,9 +34,52 @@ pub enum Error {
     /// to write it in was given.
     #[error("mcp server env or headers need mcp_profile_dir")]
     NoProfileDir,
-    /// An MCP server name that cannot be used as a config key.
-    #[error("invalid mcp server name {0:?}")]
+    /// An MCP server name that cannot be used as a config key: codex splits
+    /// a `-c` key at every `.` and takes quotes literally, so no override
+    /// can name (or disable) it.
+    #[error(
+        "invalid mcp server name {0:?}: not a bare toml key (letters, digits, '_' and '-'), so no codex -c override can name it"
+    )]
     InvalidMcpServerName(String),
+    /// A `project_mcp_servers` kind other than `stdio` or `http`.
+    #[error(
+        "project_mcp_servers: server {server:?} has kind {kind}, expected \"stdio\" or \"http\""
+    )]
+    InvalidMcpTransportKind {
+        /// The server.
+        server: String,
+        /// What was given.
+        kind: String,
+    },
+    /// A codex config file that exists but could not be read.
+    #[error("codex config {}: cannot be read: {source}", file.display())]
+    CodexConfigUnreadable {
+        /// The file.
+        file: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A codex config file that is not valid TOML, or whose `mcp_servers`
+    /// is not a table of tables: its servers cannot be known, so nothing
+    /// is guessed.
+    #[error("codex config {}: cannot be parsed: {message}", file.display())]
+    CodexConfigInvalid {
+        /// The file.
+        file: std::path::PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A codex config file declaring a server whose name no `-c` override
+    /// can name, so an exclusive forwarded set could not disable it.
+    #[error(
+        "codex config {}: mcp server {server:?} is not a bare toml key (letters, digits, '_' and '-'), so lionrt cannot disable it by a -c override and the forwarded set would not be the whole set; rename or remove it", file.display()
+    )]
+    CodexConfigServerName {
+        /// The file.
+        file: std::path::PathBuf,
+        /// The server.
+        server: String,
+    },
     /// An MCP server field that cannot be forwarded to codex.
     #[error("mcp server {server:?}: field {field:?} cannot be forwarded")]
     InvalidMcpField {

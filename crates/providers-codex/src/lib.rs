@@ -11,7 +11,10 @@
 //!   overrides ([`codex_mcp_overrides`]); each server's `env` and
 //!   `http_headers` go to an owner-only profile file
 //!   ([`providers_core::PrivateFile`]), never to argv. `exclusive` is the
-//!   kwarg [`MCP_EXCLUSIVE_KEY`].
+//!   kwarg [`MCP_EXCLUSIVE_KEY`]. An exclusive set disables by `-c` every
+//!   server codex's own config layers declare
+//!   ([`codex_declared_mcp_servers`] reads them; kwargs
+//!   [`CONFIGURED_MCP_KEY`] and [`PROJECT_MCP_KEY`]).
 //! - [`CodexParser`] reads error text from `message` (`error` events) and
 //!   `error.message` (`turn.failed`), and applies the benign end-of-stream
 //!   rule ([`is_benign_eos`]).
@@ -39,6 +42,7 @@
 //! Features: none.
 #![forbid(unsafe_code)]
 
+mod config;
 mod effort;
 mod error;
 mod mcp;
@@ -46,10 +50,15 @@ mod parser;
 mod provider;
 mod request;
 
+pub use config::{
+    CODEX_SYSTEM_DIR, CodexConfigLayers, CodexDeclaredMcp, DeclaredMcpServer,
+    codex_declared_mcp_servers, mcp_servers_in_toml,
+};
 pub use effort::{clamp_codex_effort, codex_effort_ceiling};
 pub use error::Error;
 pub use mcp::{
-    CODEX_SECRET_FIELDS, CodexMcpPlan, MCP_EXCLUSIVE_KEY, codex_mcp_overrides,
+    CODEX_SECRET_FIELDS, CONFIGURED_MCP_KEY, CodexConfiguredMcp, CodexMcpPlan, MCP_EXCLUSIVE_KEY,
+    McpTransportKind, PROJECT_MCP_KEY, codex_mcp_overrides, codex_mcp_overrides_for,
     codex_profile_file_name,
 };
 pub use parser::{CodexParser, error_text, is_benign_eos};

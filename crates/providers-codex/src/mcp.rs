@@ -1,6 +1,7 @@
 //! The Codex form of a forwarded MCP server set: `-c` overrides for argv,
 //! and the secrets (`env`, `http_headers`) in a TOML profile file.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use providers_core::MCP_SECRET_FIELDS;
@@ -11,6 +12,13 @@ use crate::error::Error;
 /// The kwargs key `exclusive` sets for Codex: every configured server
 /// outside the forwarded set is then disabled by name.
 pub const MCP_EXCLUSIVE_KEY: &str = "mcp_exclusive";
+
+/// The kwargs key of [`CodexConfiguredMcp::loaded`]: a list of names.
+pub const CONFIGURED_MCP_KEY: &str = "configured_mcp_servers";
+
+/// The kwargs key of [`CodexConfiguredMcp::project`]: an object of name to
+/// `stdio` or `http`.
+pub const PROJECT_MCP_KEY: &str = "project_mcp_servers";
 
 /// The Codex form of a server set: `-c` overrides for argv and, when any
 /// server carries `env` or `http_headers`, a TOML profile holding them.
@@ -46,6 +54,66 @@ pub fn codex_profile_file_name(profile: &str) -> String {
 /// to argv.
 pub const CODEX_SECRET_FIELDS: [&str; 2] = ["env", "http_headers"];
 
+/// The transport of a server codex's own configuration declares, as far as
+/// disabling it needs: an override `enabled=false` on a name codex does not
+/// load makes an entry with no transport, which codex 0.171 refuses
+/// ("invalid transport"), so a name that may not be loaded is disabled
+/// together with a placeholder transport of its own kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum McpTransportKind {
+    /// `command` (stdio); also assumed when a layer names no transport.
+    Stdio,
+    /// `url` (streamable HTTP).
+    Http,
+}
+
+impl McpTransportKind {
+    /// The kwarg spelling: `stdio` or `http`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpTransportKind::Stdio => "stdio",
+            McpTransportKind::Http => "http",
+        }
+    }
+
+    /// The kind `s` spells ([`Self::as_str`]).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "stdio" => Some(McpTransportKind::Stdio),
+            "http" => Some(McpTransportKind::Http),
+            _ => None,
+        }
+    }
+
+    /// The placeholder override that makes a disabled entry complete
+    /// (never the server's own command or URL, which may carry a token).
+    fn placeholder(self) -> &'static str {
+        match self {
+            McpTransportKind::Stdio => "command=\"false\"",
+            McpTransportKind::Http => "url=\"http://127.0.0.1/lionrt-disabled\"",
+        }
+    }
+}
+
+/// The servers codex's own configuration declares, which an exclusive
+/// forwarded set disables by name
+/// ([`codex_declared_mcp_servers`](crate::codex_declared_mcp_servers)
+/// reads them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodexConfiguredMcp {
+    /// Declared in a layer codex always loads (the system, managed and
+    /// user `config.toml`): disabled with `enabled=false`.
+    pub loaded: Vec<String>,
+    /// Declared only in a project's `.codex/config.toml`, which codex
+    /// loads only when that project is trusted: disabled with
+    /// `enabled=false` and a placeholder transport of the kind the layer
+    /// gives, so the override is a complete, disabled server whether codex
+    /// loaded that layer or not.
+    pub project: BTreeMap<String, McpTransportKind>,
+}
+
 /// Builds the Codex overrides for `servers` under profile `profile`.
 ///
 /// With `exclusive`, every name in `configured` (the servers Codex would
@@ -55,6 +123,25 @@ pub fn codex_mcp_overrides(
     servers: &Map<String, Value>,
     exclusive: bool,
     configured: &[String],
+    profile: &str,
+) -> Result<CodexMcpPlan, Error> {
+    let configured = CodexConfiguredMcp {
+        loaded: configured.to_vec(),
+        project: BTreeMap::new(),
+    };
+    codex_mcp_overrides_for(servers, exclusive, &configured, profile)
+}
+
+/// [`codex_mcp_overrides`] with the whole [`CodexConfiguredMcp`]: with
+/// `exclusive`, each loaded name outside the set gets `enabled=false`, and
+/// each project-only name also its placeholder transport. A name that is
+/// not a bare TOML key is refused ([`Error::InvalidMcpServerName`]): codex
+/// splits a `-c` key at every `.` and takes quotes literally, so no
+/// override can name it.
+pub fn codex_mcp_overrides_for(
+    servers: &Map<String, Value>,
+    exclusive: bool,
+    configured: &CodexConfiguredMcp,
     profile: &str,
 ) -> Result<CodexMcpPlan, Error> {
     if !is_bare_key(profile) {
@@ -114,7 +201,7 @@ pub fn codex_mcp_overrides(
         }
     }
     if exclusive {
-        for name in configured {
+        for name in &configured.loaded {
             if servers.contains_key(name) {
                 continue;
             }
@@ -123,6 +210,19 @@ pub fn codex_mcp_overrides(
             }
             plan.args.push("-c".into());
             plan.args.push(format!("mcp_servers.{name}.enabled=false"));
+        }
+        for (name, kind) in &configured.project {
+            if servers.contains_key(name) || configured.loaded.contains(name) {
+                continue;
+            }
+            if !is_bare_key(name) {
+                return Err(Error::InvalidMcpServerName(name.clone()));
+            }
+            plan.args.push("-c".into());
+            plan.args.push(format!("mcp_servers.{name}.enabled=false"));
+            plan.args.push("-c".into());
+            plan.args
+                .push(format!("mcp_servers.{name}.{}", kind.placeholder()));
         }
     }
     if !profile_toml.is_empty() {
@@ -133,7 +233,7 @@ pub fn codex_mcp_overrides(
     Ok(plan)
 }
 
-fn is_bare_key(s: &str) -> bool {
+pub(crate) fn is_bare_key(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')

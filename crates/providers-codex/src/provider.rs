@@ -11,7 +11,9 @@ use providers_core::{
 
 use crate::effort::clamp_codex_effort;
 use crate::error::Error;
-use crate::mcp::{MCP_EXCLUSIVE_KEY, codex_mcp_overrides, codex_profile_file_name};
+use crate::mcp::{
+    CodexConfiguredMcp, MCP_EXCLUSIVE_KEY, codex_mcp_overrides_for, codex_profile_file_name,
+};
 use crate::parser::CodexParser;
 use crate::request::CodexRequest;
 
@@ -81,10 +83,14 @@ impl CodexProvider {
         let mut files = Vec::new();
         let mut env = invocation_env(req.env.as_ref())?;
         if let Some(servers) = &req.mcp_servers {
-            let mut plan = codex_mcp_overrides(
+            let configured = CodexConfiguredMcp {
+                loaded: req.configured_mcp_servers.clone(),
+                project: req.project_mcp_servers.clone(),
+            };
+            let mut plan = codex_mcp_overrides_for(
                 servers.as_map(),
                 req.mcp_exclusive,
-                &req.configured_mcp_servers,
+                &configured,
                 MCP_PROFILE,
             )?;
             if let Some(toml) = plan.profile_toml.take() {

@@ -1,5 +1,6 @@
 //! The Codex request: flag metadata and the MCP/effort extras.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use providers_core::{
@@ -7,9 +8,10 @@ use providers_core::{
     MCP_SERVERS_KEY, McpServers, OnSpawn,
 };
 use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
 
 use crate::error::Error;
-use crate::mcp::MCP_EXCLUSIVE_KEY;
+use crate::mcp::{CONFIGURED_MCP_KEY, MCP_EXCLUSIVE_KEY, McpTransportKind, PROJECT_MCP_KEY};
 
 /// Every CLI-mappable field, in argv order.
 pub const CODEX_FLAGS: &[FlagSpec] = &[
@@ -75,9 +77,14 @@ pub struct CodexRequest {
     pub mcp_servers: Option<McpServers>,
     /// The forwarded set is the whole set.
     pub mcp_exclusive: bool,
-    /// Servers codex's own config would load (disabled by name when
-    /// `mcp_exclusive`).
+    /// Servers codex's own config always loads (disabled by name when
+    /// `mcp_exclusive`; kwarg [`CONFIGURED_MCP_KEY`]).
     pub configured_mcp_servers: Vec<String>,
+    /// Servers only a project's `.codex/config.toml` declares, with their
+    /// transport kind (disabled with a placeholder transport when
+    /// `mcp_exclusive`; kwarg [`PROJECT_MCP_KEY`], an object of name to
+    /// `"stdio"` or `"http"`).
+    pub project_mcp_servers: BTreeMap<String, McpTransportKind>,
     /// Codex's home for the child (`$CODEX_HOME`, usually `~/.codex`):
     /// codex 0.171 reads `--profile NAME` only from
     /// `$CODEX_HOME/NAME.config.toml`, so the owner-only MCP profile is
@@ -155,7 +162,8 @@ impl CodexRequest {
             resume: req.resume.clone(),
             mcp_servers: k.object(MCP_SERVERS_KEY)?.map(McpServers::from),
             mcp_exclusive: k.bool(MCP_EXCLUSIVE_KEY)?.unwrap_or(false),
-            configured_mcp_servers: k.strings("configured_mcp_servers")?,
+            configured_mcp_servers: k.strings(CONFIGURED_MCP_KEY)?,
+            project_mcp_servers: project_kinds(k.object(PROJECT_MCP_KEY)?)?,
             mcp_profile_dir: k.string("mcp_profile_dir")?.map(PathBuf::from),
             env: None,
             on_spawn: None,
@@ -174,4 +182,23 @@ impl CodexRequest {
         out.on_spawn = call.on_spawn.clone();
         Ok(out)
     }
+}
+
+/// The `project_mcp_servers` kwarg: an object of name to `"stdio"` or
+/// `"http"`.
+fn project_kinds(
+    map: Option<Map<String, Value>>,
+) -> Result<BTreeMap<String, McpTransportKind>, Error> {
+    let mut out = BTreeMap::new();
+    for (server, kind) in map.unwrap_or_default() {
+        let parsed = kind.as_str().and_then(McpTransportKind::parse);
+        let Some(parsed) = parsed else {
+            return Err(Error::InvalidMcpTransportKind {
+                server,
+                kind: kind.to_string(),
+            });
+        };
+        out.insert(server, parsed);
+    }
+    Ok(out)
 }

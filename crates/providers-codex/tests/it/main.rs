@@ -2,6 +2,7 @@
 //! runtime-only fields and the first-output gate.
 
 mod argv;
+mod config;
 mod first_output;
 mod parse;
 mod plan;
