@@ -67,7 +67,7 @@ pub use read::{
 };
 pub use run_end::{Cancellation, LegEnd, RunFacts, RunVerdict, WorkEvidence, end_of_run};
 pub use session::{
-    LegRecord, OwnerRecord, SESSION_COLUMNS, SessionEnd, SessionRecorder, SessionSnapshot,
-    SessionStart, Usage, columns, leg_columns, owner_columns,
+    LegRecord, MetadataUpdate, OwnerRecord, SESSION_COLUMNS, SessionEnd, SessionRecorder,
+    SessionSnapshot, SessionStart, Usage, columns, leg_columns, merge_metadata_key, owner_columns,
 };
 pub use store::{LifecycleStore, TerminalEvent, TerminalSink, TransitionRecord};

@@ -261,6 +261,47 @@ pub fn leg_columns(leg: &LegRecord) -> BTreeMap<String, Value> {
     out
 }
 
+/// What [`SessionRecorder::update_session_metadata`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MetadataUpdate {
+    /// The key was written (the other keys kept).
+    Written,
+    /// The update function declined: nothing was written.
+    Unchanged,
+    /// No such session.
+    NotFound,
+    /// `node_metadata` holds something other than a JSON object (or JSON
+    /// that does not parse); it was left as is.
+    NotAnObject,
+}
+
+/// The merge step of [`SessionRecorder::update_session_metadata`], shared by
+/// the stores so they agree on every case: `stored` is the column's text
+/// (`None` when absent or NULL, which counts as an empty object). Calls
+/// `update` with the key's value and returns what happened and, when
+/// [`MetadataUpdate::Written`], the new text to store.
+pub fn merge_metadata_key(
+    stored: Option<&str>,
+    key: &str,
+    update: &mut dyn FnMut(Option<&Value>) -> Option<Value>,
+) -> (MetadataUpdate, Option<String>) {
+    let mut object = match stored.map(serde_json::from_str::<Value>) {
+        None => serde_json::Map::new(),
+        Some(Ok(Value::Object(map))) => map,
+        Some(_) => return (MetadataUpdate::NotAnObject, None),
+    };
+    let Some(value) = update(object.get(key)) else {
+        return (MetadataUpdate::Unchanged, None);
+    };
+    object.insert(key.to_owned(), value);
+    (
+        MetadataUpdate::Written,
+        Some(Value::Object(object).to_string()),
+    )
+}
+
 /// What a run records about its session, and what a sweep reads back. A
 /// recorder is also a [`LifecycleStore`]: terminal moves made by a sweep or
 /// a kill go through its guarded `transition`.
@@ -302,6 +343,23 @@ pub trait SessionRecorder: LifecycleStore {
         session_id: &str,
         columns: &BTreeMap<String, Value>,
     ) -> Result<bool, Self::Error>;
+
+    /// Rewrites one top-level key of the session's `node_metadata` JSON
+    /// object, keeping every other key, as one atomic step against
+    /// concurrent writers: the read, `update` and the write happen under
+    /// the row's write lock (one transaction), so no other writer's key is
+    /// lost. `update` gets the key's current value (`None` when absent) and
+    /// returns the value to store, or `None` to write nothing. An absent or
+    /// NULL `node_metadata` counts as an empty object; one that is not a
+    /// JSON object is left as is ([`MetadataUpdate::NotAnObject`]). A write
+    /// bumps the row's version like any other session write. `update` may
+    /// be called more than once if the store retries the transaction.
+    fn update_session_metadata(
+        &self,
+        session_id: &str,
+        key: &str,
+        update: &mut dyn FnMut(Option<&Value>) -> Option<Value>,
+    ) -> Result<MetadataUpdate, Self::Error>;
 
     /// One session, or `None`.
     fn session(&self, session_id: &str) -> Result<Option<SessionSnapshot>, Self::Error>;

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use lifecycle_core::{
-    Actor, CompatOptions, CoreError, Expected, Outcome, OutcomeKind, Reason, SESSION_COLUMNS,
-    SessionEnd, SessionRecorder, SessionSnapshot, SessionStart, TransitionCommand, columns as col,
+    Actor, CompatOptions, CoreError, Expected, MetadataUpdate, Outcome, OutcomeKind, Reason,
+    SESSION_COLUMNS, SessionEnd, SessionRecorder, SessionSnapshot, SessionStart, TransitionCommand,
+    columns as col, merge_metadata_key,
 };
 use postgres::types::Type;
 use postgres::{GenericClient, Row, Transaction};
@@ -14,7 +15,7 @@ use serde_json::Value;
 use crate::error::PgStoreError;
 use crate::service::{PgStore, Step};
 use crate::sql::Sql;
-use crate::time::now_micros;
+use crate::time::{next_version, now_micros};
 use crate::values::{bind, read};
 
 /// Columns a snapshot reports in their own fields, not in `columns`.
@@ -101,6 +102,42 @@ impl PgStore {
             .collect();
         self.run(("session", session_id), |tx, _| {
             Ok(Step::Commit(self.set_columns(tx, session_id, &cols)?, None))
+        })
+    }
+
+    /// Rewrites one key of the session's `node_metadata` object, keeping
+    /// the others (see `SessionRecorder::update_session_metadata`): the row
+    /// is read `FOR UPDATE`, so a concurrent writer waits for this
+    /// transaction and then reads what it wrote; no key is lost.
+    pub fn update_session_metadata(
+        &self,
+        session_id: &str,
+        key: &str,
+        update: &mut dyn FnMut(Option<&Value>) -> Option<Value>,
+    ) -> Result<MetadataUpdate, PgStoreError> {
+        self.run(("session", session_id), |tx, _| {
+            let row = tx.query_typed_opt(
+                "SELECT node_metadata, updated_at FROM sessions WHERE id = $1 FOR UPDATE",
+                &[(&session_id, Type::TEXT)],
+            )?;
+            let Some(row) = row else {
+                return Ok(Step::Rollback(MetadataUpdate::NotFound));
+            };
+            let stored: Option<String> = row.try_get(0)?;
+            let version: i64 = row.try_get(1)?;
+            let (outcome, text) = merge_metadata_key(stored.as_deref(), key, &mut *update);
+            let Some(text) = text else {
+                return Ok(Step::Rollback(outcome));
+            };
+            tx.execute_typed(
+                "UPDATE sessions SET node_metadata = $2, updated_at = $3 WHERE id = $1",
+                &[
+                    (&session_id, Type::TEXT),
+                    (&text, Type::TEXT),
+                    (&next_version(version), Type::INT8),
+                ],
+            )?;
+            Ok(Step::Commit(outcome, None))
         })
     }
 
@@ -340,6 +377,15 @@ impl SessionRecorder for PgStore {
         columns: &BTreeMap<String, Value>,
     ) -> Result<bool, PgStoreError> {
         PgStore::update_session(self, session_id, columns)
+    }
+
+    fn update_session_metadata(
+        &self,
+        session_id: &str,
+        key: &str,
+        update: &mut dyn FnMut(Option<&Value>) -> Option<Value>,
+    ) -> Result<MetadataUpdate, PgStoreError> {
+        PgStore::update_session_metadata(self, session_id, key, update)
     }
 
     fn session(&self, session_id: &str) -> Result<Option<SessionSnapshot>, PgStoreError> {

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use lifecycle_core::{
-    Actor, CompatOptions, Expected, Outcome, OutcomeKind, Reason, SessionEnd, SessionStart,
-    TransitionCommand, columns as col,
+    Actor, CompatOptions, Expected, MetadataUpdate, Outcome, OutcomeKind, Reason, SessionEnd,
+    SessionStart, TransitionCommand, columns as col, merge_metadata_key,
 };
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{OptionalExtension, params_from_iter};
+use rusqlite::{OptionalExtension, params, params_from_iter};
 use serde_json::Value;
 
 use crate::error::StoreError;
@@ -72,6 +72,36 @@ impl Store {
             .map(|(c, v)| (c.as_str(), to_sql(v)))
             .collect();
         self.with_tx(|tx, _| Ok((set_columns(tx, session_id, &cols)? > 0, None)))
+    }
+
+    /// Rewrites one key of the session's `node_metadata` object, keeping
+    /// the others (see `SessionRecorder::update_session_metadata`). The
+    /// read, `update` and the write are one `BEGIN IMMEDIATE` transaction:
+    /// the write lock is held from the read on, so a concurrent writer's
+    /// key is never lost.
+    pub fn update_session_metadata(
+        &self,
+        session_id: &str,
+        key: &str,
+        update: &mut dyn FnMut(Option<&Value>) -> Option<Value>,
+    ) -> Result<MetadataUpdate, StoreError> {
+        self.with_tx(|tx, _| {
+            let row: Option<(Option<String>, i64)> = tx
+                .prepare_cached("SELECT node_metadata, updated_at FROM sessions WHERE id = ?1")?
+                .query_row([session_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let Some((stored, version)) = row else {
+                return Ok((MetadataUpdate::NotFound, None));
+            };
+            let (outcome, text) = merge_metadata_key(stored.as_deref(), key, update);
+            if let Some(text) = text {
+                tx.prepare_cached(
+                    "UPDATE sessions SET node_metadata = ?2, updated_at = ?3 WHERE id = ?1",
+                )?
+                .execute(params![session_id, text, next_version(version)])?;
+            }
+            Ok((outcome, None))
+        })
     }
 
     /// Records a session start: creates the row in `running` (or moves an

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use lifecycle_core::{Actor, Outcome, SessionEnd, SessionRecorder, SessionSnapshot, SessionStart};
+use lifecycle_core::{
+    Actor, MetadataUpdate, Outcome, SessionEnd, SessionRecorder, SessionSnapshot, SessionStart,
+};
 use rusqlite::{OptionalExtension, Row};
 use serde_json::Value;
 
@@ -122,6 +124,15 @@ impl SessionRecorder for Store {
         columns: &BTreeMap<String, Value>,
     ) -> Result<bool, StoreError> {
         Store::update_session(self, session_id, columns)
+    }
+
+    fn update_session_metadata(
+        &self,
+        session_id: &str,
+        key: &str,
+        update: &mut dyn FnMut(Option<&Value>) -> Option<Value>,
+    ) -> Result<MetadataUpdate, StoreError> {
+        Store::update_session_metadata(self, session_id, key, update)
     }
 
     fn session(&self, session_id: &str) -> Result<Option<SessionSnapshot>, StoreError> {

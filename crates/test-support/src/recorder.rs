@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use lifecycle_core::{
-    Actor, CompatOptions, CoreError, Expected, Outcome, OutcomeKind, Reason, SESSION_COLUMNS,
-    SessionEnd, SessionRecorder, SessionSnapshot, SessionStart, TransitionCommand, decide_with,
+    Actor, CompatOptions, CoreError, Expected, MetadataUpdate, Outcome, OutcomeKind, Reason,
+    SESSION_COLUMNS, SessionEnd, SessionRecorder, SessionSnapshot, SessionStart, TransitionCommand,
+    decide_with, merge_metadata_key,
 };
 use serde_json::Value;
 
@@ -195,6 +196,32 @@ impl SessionRecorder for MemoryStore {
             }
             state.set_columns(&k, columns);
             Ok(true)
+        })
+    }
+
+    /// Under the store's lock, like every other write: atomic.
+    fn update_session_metadata(
+        &self,
+        session_id: &str,
+        meta_key: &str,
+        update: &mut dyn FnMut(Option<&Value>) -> Option<Value>,
+    ) -> Result<MetadataUpdate, MemoryStoreError> {
+        self.with_state(|state| {
+            let k = key(session_id);
+            let Some(row) = state.rows.get(&k) else {
+                return Ok(MetadataUpdate::NotFound);
+            };
+            let stored = match row.columns.get("node_metadata") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(text)) => Some(text.clone()),
+                Some(other) => Some(other.to_string()),
+            };
+            let (outcome, text) = merge_metadata_key(stored.as_deref(), meta_key, update);
+            if let Some(text) = text {
+                let set = BTreeMap::from([("node_metadata".to_owned(), Value::String(text))]);
+                state.set_columns(&k, &set);
+            }
+            Ok(outcome)
         })
     }
 

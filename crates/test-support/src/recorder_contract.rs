@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use lifecycle_core::{
-    Actor, ActorType, LegRecord, OutcomeKind, OwnerRecord, SessionEnd, SessionRecorder,
-    SessionStart, Usage, leg_columns, owner_columns,
+    Actor, ActorType, LegRecord, MetadataUpdate, OutcomeKind, OwnerRecord, SessionEnd,
+    SessionRecorder, SessionStart, Usage, leg_columns, owner_columns,
 };
 use serde_json::{Value, json};
 
@@ -44,6 +44,11 @@ fn end(id: &str, status: &str, reason: &str, tokens: i64) -> SessionEnd {
         error: Some("boom".into()),
         ..SessionEnd::new(id, status, reason, 1_000)
     }
+}
+
+/// An update that stores `value` whatever the key held.
+fn put(value: Value) -> impl FnMut(Option<&Value>) -> Option<Value> {
+    move |_| Some(value.clone())
 }
 
 fn ok<T, E: std::fmt::Display>(what: &str, r: Result<T, E>) -> T {
@@ -276,4 +281,80 @@ pub fn session_recorder_contract<S: SessionRecorder>(make: impl Fn() -> S) {
         ok("session", rec.session("s2")).map(|s| s.status),
         Some("running".to_owned())
     );
+
+    // update_session_metadata rewrites one key and keeps the others; the
+    // update sees the key's current value; declining writes nothing; a
+    // missing row is NotFound; a value that is not a JSON object is left
+    // as is.
+    let meta = |rec: &S, id: &str| -> Option<Value> {
+        let snap = ok("session", rec.session(id)).expect("exists");
+        match snap.columns.get("node_metadata") {
+            Some(Value::String(text)) => Some(serde_json::from_str(text).expect("json text")),
+            None | Some(Value::Null) => None,
+            Some(other) => panic!("node_metadata stored as {other}"),
+        }
+    };
+    let mut seen = Vec::new();
+    assert_eq!(
+        ok(
+            "merge",
+            rec.update_session_metadata("s1", "k", &mut put(json!({"n": 1})))
+        ),
+        MetadataUpdate::Written
+    );
+    assert_eq!(meta(&rec, "s1"), Some(json!({"b": 2, "k": {"n": 1}})));
+    assert_eq!(
+        ok(
+            "merge",
+            rec.update_session_metadata("s1", "k", &mut |current| {
+                seen.push(current.cloned());
+                None
+            })
+        ),
+        MetadataUpdate::Unchanged
+    );
+    assert_eq!(seen.last(), Some(&Some(json!({"n": 1}))));
+    assert_eq!(meta(&rec, "s1"), Some(json!({"b": 2, "k": {"n": 1}})));
+    assert_eq!(
+        ok(
+            "merge",
+            rec.update_session_metadata("s1", "k", &mut |current| {
+                let n = current.and_then(|c| c["n"].as_i64()).unwrap_or(0);
+                Some(json!({"n": n + 1}))
+            })
+        ),
+        MetadataUpdate::Written
+    );
+    assert_eq!(meta(&rec, "s1"), Some(json!({"b": 2, "k": {"n": 2}})));
+    assert_eq!(
+        ok(
+            "merge",
+            rec.update_session_metadata("ghost", "k", &mut put(json!(1)))
+        ),
+        MetadataUpdate::NotFound
+    );
+    assert_eq!(rec.session("ghost").ok().flatten(), None);
+    // A row with no node_metadata gets an object with the one key.
+    assert_eq!(meta(&rec, "s2"), None);
+    assert_eq!(
+        ok(
+            "merge",
+            rec.update_session_metadata("s2", "k", &mut put(json!("v")))
+        ),
+        MetadataUpdate::Written
+    );
+    assert_eq!(meta(&rec, "s2"), Some(json!({"k": "v"})));
+    assert!(ok(
+        "update",
+        rec.update_session("s2", &set(&[("node_metadata", json!("[1, 2]"))]))
+    ));
+    assert_eq!(
+        ok(
+            "merge",
+            rec.update_session_metadata("s2", "k", &mut put(json!(1)))
+        ),
+        MetadataUpdate::NotAnObject
+    );
+    let snap = ok("session", rec.session("s2")).expect("exists");
+    assert_eq!(snap.columns.get("node_metadata"), Some(&json!("[1, 2]")));
 }

@@ -248,6 +248,17 @@ impl SessionRecorder for Failing {
         }
         self.inner.update_session(s, c)
     }
+    fn update_session_metadata(
+        &self,
+        s: &str,
+        k: &str,
+        f: &mut dyn FnMut(Option<&Value>) -> Option<Value>,
+    ) -> Result<lifecycle_core::MetadataUpdate, MemoryStoreError> {
+        if self.fail_updates {
+            return Err(MemoryStoreError::Poisoned);
+        }
+        self.inner.update_session_metadata(s, k, f)
+    }
     fn session(&self, s: &str) -> Result<Option<SessionSnapshot>, MemoryStoreError> {
         self.inner.session(s)
     }

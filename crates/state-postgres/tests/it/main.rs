@@ -7,6 +7,7 @@ mod contract;
 mod crash;
 mod engine;
 mod listen;
+mod metadata;
 mod race;
 mod reader;
 mod runtime_drop;

@@ -5,6 +5,7 @@ mod contract;
 mod engine;
 mod hooks;
 mod legacy;
+mod metadata;
 mod overview;
 mod owner_host;
 mod race;

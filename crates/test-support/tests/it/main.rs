@@ -107,6 +107,14 @@ impl lifecycle_core::SessionRecorder for Clobbering {
     ) -> Result<bool, MemoryStoreError> {
         self.0.update_session(s, c)
     }
+    fn update_session_metadata(
+        &self,
+        s: &str,
+        k: &str,
+        f: &mut dyn FnMut(Option<&serde_json::Value>) -> Option<serde_json::Value>,
+    ) -> Result<lifecycle_core::MetadataUpdate, MemoryStoreError> {
+        self.0.update_session_metadata(s, k, f)
+    }
     fn session(
         &self,
         s: &str,
