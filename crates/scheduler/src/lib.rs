@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 #![doc = include_str!("../README.md")]
 
+mod claimer;
 mod clock;
 mod error;
 mod launch;

@@ -36,7 +36,7 @@ use tokio::runtime::RuntimeFlavor;
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec};
 use crate::store::{
-    ApplyReport, ApplyStep, CREATED, Claim, DELETED, RunStart, Schedule, ScheduleRun,
+    ApplyReport, ApplyStep, CREATED, Claim, DELETED, RunStart, RunningRun, Schedule, ScheduleRun,
     ScheduleStore, check_create, decode, enable_change, end_command, initial_status, new_id,
     plan_apply, run_reason, start_row, to_json, validate_set,
 };
@@ -361,7 +361,7 @@ impl ScheduleStore for PgSchedules {
                 return Ok(Claim::Full { running }); // rolled back: nothing written
             }
             let (code, summary, reason_json) = row.reason_columns();
-            let params: [&(dyn ToSql + Sync); 15] = [
+            let params: [&(dyn ToSql + Sync); 16] = [
                 &start.run_id,
                 &row.status,
                 &code,
@@ -377,12 +377,14 @@ impl ScheduleStore for PgSchedules {
                 &row.reason_json,
                 &actor.kind.as_str(),
                 &actor.id,
+                &start.claimed_by,
             ];
             let inserted = tx.query(
                 "WITH w AS (
                    INSERT INTO schedule_runs (id, status, status_reason_code, status_reason_summary,
-                      status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id)
-                   VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10)
+                      status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id,
+                      leased_by)
+                   VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $16)
                    ON CONFLICT (id) DO NOTHING RETURNING id)
                  INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code,
                     reason_summary, reason_json, actor_type, actor_id, override_json, created_at)
@@ -452,6 +454,24 @@ impl ScheduleStore for PgSchedules {
             )?;
             rows.iter()
                 .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                .collect()
+        })
+    }
+
+    fn running_claims(&self) -> Result<Vec<RunningRun>, Error> {
+        self.call(|c| {
+            let rows = c.conn()?.query(
+                "SELECT id, session_id, leased_by FROM schedule_runs WHERE status = 'running'",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    Ok(RunningRun {
+                        id: r.try_get(0)?,
+                        session_id: r.try_get(1)?,
+                        claimed_by: r.try_get(2)?,
+                    })
+                })
                 .collect()
         })
     }

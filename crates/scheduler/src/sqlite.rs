@@ -18,7 +18,7 @@ use state_sqlite::Store;
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec};
 use crate::store::{
-    ApplyReport, ApplyStep, CREATED, Claim, DELETED, RunStart, Schedule, ScheduleRun,
+    ApplyReport, ApplyStep, CREATED, Claim, DELETED, RunStart, RunningRun, Schedule, ScheduleRun,
     ScheduleStore, check_create, decode, enable_change, end_command, initial_status, new_id,
     plan_apply, run_reason, start_row, to_json, validate_set,
 };
@@ -212,8 +212,9 @@ impl ScheduleStore for Schedules {
         let (code, summary, reason_json) = row.reason_columns();
         let inserted = tx.execute(
             "INSERT OR IGNORE INTO schedule_runs (id, status, status_reason_code, status_reason_summary,
-                status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
+                status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id,
+                leased_by)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 start.run_id,
                 row.status,
@@ -224,7 +225,8 @@ impl ScheduleStore for Schedules {
                 start.schedule_id,
                 start.due_at,
                 start.fired_at,
-                start.session_id
+                start.session_id,
+                start.claimed_by
             ],
         )?;
         if inserted != 1 {
@@ -296,6 +298,23 @@ impl ScheduleStore for Schedules {
             conn.prepare("SELECT id, session_id FROM schedule_runs WHERE status = 'running'")?;
         let rows = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    fn running_claims(&self) -> Result<Vec<RunningRun>, Error> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare(
+            "SELECT id, session_id, leased_by FROM schedule_runs WHERE status = 'running'",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(RunningRun {
+                    id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    claimed_by: r.get(2)?,
+                })
+            })?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     }

@@ -79,6 +79,21 @@ pub struct RunStart {
     pub fired_at: Micros,
     /// The session the run will record.
     pub session_id: String,
+    /// Who claims it (written to the row's `leased_by`): the scheduler's
+    /// role and process, so a later start can tell a run whose starter
+    /// still lives from one a dead daemon left.
+    pub claimed_by: Option<String>,
+}
+
+/// A `running` run, as a starting scheduler's preamble judges it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningRun {
+    /// Its id.
+    pub id: String,
+    /// The session it started.
+    pub session_id: Option<String>,
+    /// Who claimed it ([`RunStart::claimed_by`]).
+    pub claimed_by: Option<String>,
 }
 
 /// What [`ScheduleStore::claim_run`] did.
@@ -186,6 +201,9 @@ pub trait ScheduleStore: Send + Sync + std::fmt::Debug {
 
     /// `running` runs with the session each started.
     fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error>;
+
+    /// `running` runs with the session each started and who claimed it.
+    fn running_claims(&self) -> Result<Vec<RunningRun>, Error>;
 
     /// A session's status and reason code (`None`: no such session).
     fn session_status(&self, session_id: &str) -> Result<Option<(String, Option<String>)>, Error>;

@@ -14,6 +14,7 @@ use serde_json::json;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
+use crate::claimer::{self, Role};
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::launch::{Fire, Launcher};
@@ -133,6 +134,8 @@ pub struct Scheduler<C: Clock, L: Launcher> {
     clock: C,
     launcher: Arc<L>,
     actor: Actor,
+    /// Who this scheduler's claims name ([`claimer::this_process`]).
+    claimer: String,
     hooks: Vec<HookSlot>,
     hook_errors: Vec<String>,
     tasks: JoinSet<()>,
@@ -158,8 +161,10 @@ pub fn scheduler_actor() -> Actor {
 
 impl<C: Clock, L: Launcher> Scheduler<C, L> {
     /// Starts a scheduler: runs the preamble ONCE (runs left `running` by a
-    /// dead scheduler end as their sessions ended; missed fires are
-    /// detected and recorded) and returns the scheduler ready to tick. The
+    /// dead scheduler end as their sessions ended, but a run claimed by a
+    /// trigger whose process still lives is left to it even before its
+    /// session is recorded; missed fires are detected and recorded) and
+    /// returns the scheduler ready to tick. The
     /// caller holds the [`crate::TickLock`] and has run the runner's orphan
     /// sweep first.
     pub fn start(
@@ -171,12 +176,22 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         let actor = scheduler_actor();
         let mut report = PreambleReport::default();
         let now = clock.now();
-        for (run_id, session) in schedules.running_runs()? {
-            let (status, reason, detail) = session_end(&*schedules, session.as_deref())?;
-            if let Some(status) = status
-                && schedules.end_run(&run_id, status, reason, now, Some(&detail), &actor)?
+        for run in schedules.running_claims()? {
+            let session = run.session_id.as_deref();
+            let found = match session {
+                Some(id) => schedules.session_status(id)?,
+                None => None,
+            };
+            if found.is_none() && claimer::live_trigger(run.claimed_by.as_deref()) {
+                // A trigger's run whose session is not recorded yet: its
+                // process lives and will record it (and the run's end).
+                tracing::info!(run = %run.id, "left running: its trigger's process still runs");
+                continue;
+            }
+            if let Some((status, reason, detail)) = run_end(session, found)
+                && schedules.end_run(&run.id, status, reason, now, Some(&detail), &actor)?
             {
-                report.stale_runs_ended.push(run_id);
+                report.stale_runs_ended.push(run.id);
             }
         }
         for s in schedules.due(now - config.missed_tolerance - 1)? {
@@ -229,6 +244,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
                 clock,
                 launcher,
                 actor,
+                claimer: claimer::this_process(Role::Daemon),
                 hooks: Vec::new(),
                 hook_errors: Vec::new(),
                 tasks: JoinSet::new(),
@@ -249,6 +265,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             clock,
             launcher,
             actor: scheduler_actor(),
+            claimer: claimer::this_process(Role::Trigger),
             hooks: Vec::new(),
             hook_errors: Vec::new(),
             tasks: JoinSet::new(),
@@ -368,6 +385,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             due_at: due,
             fired_at: now,
             session_id: session_id.clone(),
+            claimed_by: Some(self.claimer.clone()),
         };
         // The count and the insert are one atomic claim: however the ticks,
         // triggers and processes interleave, the cap holds.
@@ -439,28 +457,27 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     }
 }
 
-/// What a stale run's session says: the run's status, reason and detail
-/// (`None`: the session still runs, leave the run).
-fn session_end(
-    schedules: &dyn ScheduleStore,
+/// What a stale run's session (`found`: its status and reason, if it was
+/// recorded) says: the run's status, reason and detail (`None`: the
+/// session still runs, leave the run).
+fn run_end(
     session: Option<&str>,
-) -> Result<(Option<&'static str>, &'static str, String), Error> {
+    found: Option<(String, Option<String>)>,
+) -> Option<(&'static str, &'static str, String)> {
     let Some(session) = session else {
-        return Ok((
-            Some("failed"),
+        return Some((
+            "failed",
             "run.failed.exception",
             "no session was recorded for this run".into(),
         ));
     };
-    Ok(match schedules.session_status(session)? {
-        None => (
-            Some("failed"),
+    match found {
+        None => Some((
+            "failed",
             "run.failed.exception",
             format!("session {session} was never recorded"),
-        ),
-        Some((status, _)) if status == "running" || status == "pending" => {
-            (None, "", String::new())
-        }
+        )),
+        Some((status, _)) if status == "running" || status == "pending" => None,
         Some((status, reason)) => {
             let (to, code) = match status.as_str() {
                 "completed" | "completed_empty" => ("completed", "run.completed.ok"),
@@ -468,14 +485,14 @@ fn session_end(
                 "timed_out" => ("timed_out", "run.timed_out.deadline"),
                 _ => ("failed", "run.failed.exception"),
             };
-            (
-                Some(to),
+            Some((
+                to,
                 code,
                 format!(
                     "session {session} ended {status} ({}) while no scheduler watched it",
                     reason.unwrap_or_default()
                 ),
-            )
+            ))
         }
-    })
+    }
 }

@@ -3,6 +3,8 @@
 //! `max_concurrent` runs `running`; every refused fire is a `skipped` row
 //! with `schedule.skipped.overlap`. The legs wait on a gate file, so no run
 //! ends during the race and the `running` count at its end is its maximum.
+//! And a daemon starting while a trigger's run is in flight leaves that run
+//! (and so the slot it takes) to the trigger.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -13,9 +15,11 @@ use std::time::{Duration, Instant};
 
 use lifecycle_core::{Actor, ActorType};
 use scheduler::{
-    Clock, Launcher, ManualClock, ScheduleStore, Scheduler, SchedulerConfig, Schedules, TickReport,
+    Clock, Fire, Launcher, ManualClock, RunOutcome, ScheduleStore, Scheduler, SchedulerConfig,
+    Schedules, TickReport,
 };
 use state_sqlite::{Engine, EngineConfig, Store};
+use tokio::sync::watch;
 
 use crate::common::{Env, gated_launcher, interval, runtime};
 
@@ -403,4 +407,173 @@ fn processes_triggering_while_a_daemon_process_ticks_never_exceed_max_concurrent
         }
     }
     check_ended(&*schedules, &reports);
+}
+
+/// A launcher that records no session: its run waits for the gate, then
+/// ends completed. While the gate is shut it is a trigger caught between
+/// its claim and its session's start.
+pub(crate) struct Sessionless(pub(crate) PathBuf);
+
+impl Launcher for Sessionless {
+    fn run(
+        &self,
+        _fire: Fire,
+        shutdown: watch::Receiver<bool>,
+    ) -> impl std::future::Future<Output = RunOutcome> + Send {
+        let gate = self.0.clone();
+        async move {
+            while !gate.exists() && !*shutdown.borrow() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            RunOutcome {
+                status: "completed".into(),
+                reason: "run.completed.ok".into(),
+                error: None,
+            }
+        }
+    }
+}
+
+/// Worker role: triggers `held` once through a [`Sessionless`] launcher,
+/// prints the run's id, then waits for it (for the gate).
+#[test]
+fn worker_cap_holder() {
+    if std::env::var(ROLE).as_deref() != Ok("hold") {
+        return;
+    }
+    let var = |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} is set by the parent"));
+    let engine = engine(Path::new(&var(DB)));
+    let launcher = Arc::new(Sessionless(PathBuf::from(var(GATE))));
+    runtime().block_on(async move {
+        let mut sched = Scheduler::attach(
+            sqlite_schedules(&engine),
+            Arc::new(ManualClock::new(T0 + 1)),
+            launcher,
+        );
+        let report = sched.trigger("held").expect("trigger");
+        #[allow(clippy::print_stdout, reason = "the worker reports to its parent")]
+        {
+            println!("\nHELD {}", report.fired.join(","));
+        }
+        std::io::stdout().flush().expect("flush");
+        sched.wait_idle().await;
+    });
+}
+
+/// Starts a holder on `gate` and returns it with the id of the run it
+/// holds (none when its trigger was refused).
+fn holder(db: &Path, gate: &Path) -> (Child, String) {
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "cap::worker_cap_holder",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ROLE, "hold")
+        .env(DB, db)
+        .env(GATE, gate)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn a holder");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if let Some((_, id)) = line.split_once("HELD ") {
+                let _ = tx.send(id.to_owned());
+            }
+        }
+    });
+    let id = rx.recv_timeout(DEADLINE).expect("the holder's run");
+    (child, id)
+}
+
+#[test]
+fn a_daemon_starting_while_a_trigger_holds_a_run_leaves_it_and_the_cap_holds() {
+    // contract: LC-042
+    let env = Env::new();
+    let db = env.dir.path().join("state.db");
+    let schedules = env.schedules();
+    let spec = interval("held", 60, env.dir.path());
+    let s = schedules.create(&spec, T0).expect("create");
+    let status = |id: &str| -> (String, Option<String>) {
+        let run = schedules
+            .runs(Some("held"), 100)
+            .expect("runs")
+            .into_iter()
+            .find(|r| r.id == id)
+            .expect("the run");
+        (run.status, run.reason)
+    };
+    let mut racers = Racers {
+        children: Vec::new(),
+        gate: env.gate(),
+    };
+    // A trigger in another process holds the schedule's one slot; its
+    // session is not recorded (and will not be while the gate is shut).
+    let (child, held) = holder(&db, &env.gate());
+    racers.children.push(child);
+    assert!(!held.is_empty(), "the trigger started its run");
+    assert_eq!(status(&held).0, "running");
+    let session = schedules.runs(Some("held"), 1).expect("runs")[0]
+        .session_id
+        .clone()
+        .expect("a session id");
+    assert!(schedules.session_status(&session).expect("read").is_none());
+
+    runtime().block_on(async {
+        // A daemon starts meanwhile: its preamble leaves the live
+        // trigger's run alone, and its tick at the due instant finds the
+        // slot taken.
+        let (mut sched, pre) = Scheduler::start(
+            schedules.clone(),
+            Arc::new(ManualClock::new(DUE)),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        assert!(pre.stale_runs_ended.is_empty(), "{pre:?}");
+        assert_eq!(status(&held).0, "running");
+        let tick = sched.tick().expect("tick");
+        assert!(tick.fired.is_empty(), "{tick:?}");
+        assert_eq!(tick.skipped_overlap.len(), 1, "{tick:?}");
+        assert_eq!(schedules.running_count(&s.id).expect("count"), 1);
+        sched.shutdown().await;
+    });
+    env.open_gate();
+    let since = Instant::now();
+    let child = &mut racers.children[0];
+    loop {
+        if let Some(code) = child.try_wait().expect("wait") {
+            assert!(code.success(), "the holder failed: {code}");
+            break;
+        }
+        assert!(since.elapsed() < DEADLINE, "the holder never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        status(&held).0,
+        "completed",
+        "the trigger ended its own run"
+    );
+
+    // A trigger that dies holding its run: the next daemon start ends it.
+    let shut = env.dir.path().join("never-opened");
+    let (mut child, orphan) = holder(&db, &shut);
+    child.kill().expect("SIGKILL the holder");
+    child.wait().expect("reap the holder");
+    let (_sched, pre) = Scheduler::start(
+        schedules.clone(),
+        Arc::new(ManualClock::new(DUE + 60_000_000)),
+        env.launcher(),
+        SchedulerConfig::default(),
+    )
+    .expect("start");
+    assert_eq!(pre.stale_runs_ended, std::slice::from_ref(&orphan));
+    assert_eq!(
+        status(&orphan),
+        ("failed".to_owned(), Some("run.failed.exception".to_owned()))
+    );
 }

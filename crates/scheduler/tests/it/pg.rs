@@ -503,3 +503,51 @@ fn hosts_triggering_while_a_daemon_ticks_on_postgres_never_exceed_max_concurrent
     cap::check_ended(&*env.schedules(), &reports);
     drop(store_b);
 }
+
+#[test]
+fn a_daemon_starting_on_postgres_leaves_a_live_triggers_run_and_the_cap_holds() {
+    // contract: LC-042
+    let Some(env) = PgEnv::new("held") else {
+        return;
+    };
+    let schedules = env.schedules();
+    let s = schedules
+        .create(&interval("held", 60, env.dir.path()), T0)
+        .expect("create");
+    runtime().block_on(async {
+        // A trigger (this process, alive) holds the one slot; its launcher
+        // records no session while the gate is shut.
+        let mut trigger = Scheduler::attach(
+            schedules.clone(),
+            Arc::new(ManualClock::new(T0 + 1)),
+            Arc::new(cap::Sessionless(env.gate())),
+        );
+        let held = trigger.trigger("held").expect("trigger").fired;
+        assert_eq!(held.len(), 1);
+        let claims = schedules.running_claims().expect("claims");
+        assert_eq!(claims.len(), 1);
+        assert!(
+            claims[0]
+                .claimed_by
+                .as_deref()
+                .is_some_and(|c| c.contains("\"trigger\"")),
+            "{claims:?}"
+        );
+        let (mut daemon, pre) = Scheduler::start(
+            schedules.clone(),
+            Arc::new(ManualClock::new(cap::DUE)),
+            gated_launcher(env.store.clone(), &env.gate()),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        assert!(pre.stale_runs_ended.is_empty(), "{pre:?}");
+        let tick = daemon.tick().expect("tick");
+        assert!(tick.fired.is_empty(), "{tick:?}");
+        assert_eq!(tick.skipped_overlap.len(), 1, "{tick:?}");
+        assert_eq!(schedules.running_count(&s.id).expect("count"), 1);
+        std::fs::write(env.gate(), b"").expect("gate");
+        trigger.wait_idle().await;
+        daemon.shutdown().await;
+        assert_eq!(statuses(&*schedules, "held")[0].0, "completed");
+    });
+}
