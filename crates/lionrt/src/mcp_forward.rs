@@ -19,13 +19,30 @@
 //! The set is forwarded as the whole set: Claude gets `--strict-mcp-config`,
 //! so it does not add the servers it would discover on its own, the
 //! unexamined project `.mcp.json` among them. Codex gets its exclusive
-//! kwarg, but no list of the servers its own `config.toml` declares, so
-//! those are still loaded (they are Codex's configuration, not a set
-//! `lionrt` forwards). No
-//! resolved config: nothing is forwarded and the CLI's own configuration is
-//! left alone. Every refusal is printed before the run (a JSON event line
-//! under `--json`) and recorded on the session as its first message (role
-//! [`NOTE_ROLE`]).
+//! kwarg and the servers its own config layers declare
+//! (`providers_codex::codex_declared_mcp_servers`: `/etc/codex`,
+//! `$CODEX_HOME/config.toml`, default `~/.codex/config.toml`, and every
+//! `.codex/config.toml` from the workspace up), each disabled by `-c`
+//! unless it is in the admitted set; the decision lists them under
+//! `disabled`. A layer that exists but cannot be read or parsed, or that
+//! declares a name no `-c` override can name, refuses the run before any
+//! session (nothing is guessed). A forwarded server whose name Codex's
+//! own config also declares is not forwarded (reason
+//! `name-in-codex-config`): codex merges same-named entries field by
+//! field, so what started would not be what was admitted. A `--set config`
+//! override of `mcp_servers.*` (or `profile`) is refused like `--set
+//! mcp_servers`.
+//!
+//! No resolved config: nothing is forwarded and the CLI's own configuration
+//! is left alone: Claude loads what it discovers itself, Codex every server
+//! its config layers declare, unexamined (as when the CLI is run by hand).
+//!
+//! Every refusal is printed before the run (a JSON event line under
+//! `--json`), recorded on the session as its first message (role
+//! [`NOTE_ROLE`]), and written as one `admin_events` row each (kind
+//! [`REFUSED_KIND`], entity the session, actor `system`
+//! [`ACTOR_ID`]) on the run's store, SQLite or PostgreSQL, just before the
+//! session starts.
 //!
 //! Reading of an open point: the CLI lists the tools again when it
 //! connects; a server that changes its list in between is not re-examined
@@ -50,6 +67,16 @@ pub(crate) const NOTE_ROLE: &str = "mcp_admission";
 
 /// Why a server that was not listed is refused as a whole.
 const NOT_AUDITED: &str = "server-not-audited";
+/// Why a server whose name Codex's own config declares is not forwarded.
+const NAME_IN_CODEX_CONFIG: &str = "name-in-codex-config";
+
+/// The `admin_events.kind` of a refusal of the forwarded set (beside
+/// mcp-pool's `mcp.tool_denied`, which records the admission verdict).
+pub(crate) const REFUSED_KIND: &str = "mcp.forward_refused";
+/// The `admin_events.entity_type` of such a row: the run's session.
+const REFUSED_ENTITY: &str = "session";
+/// The `admin_events.actor_id` of such a row (actor type `system`).
+pub(crate) const ACTOR_ID: &str = "lionrt-mcp-forward";
 
 #[derive(Debug, Args)]
 pub(crate) struct McpForwardArgs {
@@ -89,6 +116,15 @@ struct Forwarded {
     disallowed: Vec<String>,
 }
 
+/// A server the CLI's own configuration declares, disabled because it is
+/// not in the admitted set.
+#[derive(Debug, Clone, Serialize)]
+struct Disabled {
+    server: String,
+    /// The file that declares it.
+    config: String,
+}
+
 /// The admission of the forwarded set, as printed and recorded.
 #[derive(Debug, Serialize)]
 struct Decision {
@@ -98,13 +134,74 @@ struct Decision {
     source: &'static str,
     forwarded: Vec<Forwarded>,
     refused: Vec<Refusal>,
+    /// Codex's own servers, each disabled (empty for Claude, which gets
+    /// `--strict-mcp-config` instead).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    disabled: Vec<Disabled>,
 }
 
 /// Held until the run ends: the directory of Claude's owner-only MCP
-/// config, when the forwarded set carries secrets.
+/// config, when the forwarded set carries secrets; and the refusals, to be
+/// written as `admin_events` rows once the store is open.
 #[derive(Debug, Default)]
 pub(crate) struct Guard {
     _dir: Option<tempfile::TempDir>,
+    audit: Vec<(String, Value)>,
+}
+
+impl Guard {
+    /// Writes one `admin_events` row per refusal on a SQLite store.
+    pub(crate) fn record_sqlite(&self, engine: &state_sqlite::Engine) -> Result<()> {
+        if self.audit.is_empty() {
+            return Ok(());
+        }
+        let conn = engine.conn()?;
+        for (session, detail) in &self.audit {
+            state_sqlite::admin::record_admin_event(
+                &conn,
+                &state_sqlite::admin::NewAdminEvent {
+                    kind: REFUSED_KIND,
+                    entity_type: Some(REFUSED_ENTITY),
+                    entity_id: Some(session),
+                    actor_type: lifecycle_core::ActorType::System.as_str(),
+                    actor_id: ACTOR_ID,
+                    detail,
+                },
+            )
+            .context("recording an mcp forwarding refusal in admin_events")?;
+        }
+        Ok(())
+    }
+
+    /// Writes one `admin_events` row per refusal on a PostgreSQL store (the
+    /// same columns as on SQLite; the engine's connection has the schema on
+    /// its search path).
+    pub(crate) fn record_pg(&self, store: &state_postgres::PgStore) -> Result<()> {
+        if self.audit.is_empty() {
+            return Ok(());
+        }
+        let mut conn = store.engine().conn()?;
+        let mut tx = conn.transaction()?;
+        for (session, detail) in &self.audit {
+            tx.execute(
+                "INSERT INTO admin_events (kind, entity_type, entity_id, actor_type, actor_id, detail_json, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                &[
+                    &REFUSED_KIND,
+                    &REFUSED_ENTITY,
+                    session,
+                    &lifecycle_core::ActorType::System.as_str(),
+                    &ACTOR_ID,
+                    &detail.to_string(),
+                    &state_postgres::now_micros(),
+                ],
+            )
+            .context("recording an mcp forwarding refusal in admin_events")?;
+        }
+        tx.commit()
+            .context("recording the mcp forwarding refusals in admin_events")?;
+        Ok(())
+    }
 }
 
 fn accepts_forwarding(provider: ProviderName) -> bool {
@@ -137,6 +234,9 @@ pub(crate) fn admit(
             );
         }
     }
+    if provider == ProviderName::Codex {
+        refuse_mcp_overrides(config)?;
+    }
     if !accepts_forwarding(provider) {
         if args.mcp_config.is_some() {
             bail!(
@@ -160,9 +260,19 @@ pub(crate) fn admit(
         return Ok(Guard::default());
     };
     let servers = mcp_pool::read_config_file(&resolved.path)?;
+    // Codex's own servers are read before any server is started: a layer
+    // that cannot be parsed refuses the run first.
+    let own = if provider == ProviderName::Codex {
+        Some(codex_own_servers(&config.workspace)?)
+    } else {
+        None
+    };
     let timeout = Duration::from_secs(args.mcp_init_timeout.max(1));
-    let (decision, forwarded) = audit(provider, &resolved, servers, timeout)?;
-    let guard = apply(provider, forwarded, &decision, config)?;
+    let (mut decision, mut forwarded) = audit(provider, &resolved, servers, timeout)?;
+    if let Some(own) = &own {
+        disable_own(own, &mut forwarded, &mut decision, config)?;
+    }
+    let mut guard = apply(provider, forwarded, &decision, config)?;
     dry_run(provider, config).with_context(|| {
         format!(
             "the {} request with the forwarded mcp servers is refused",
@@ -170,6 +280,23 @@ pub(crate) fn admit(
         )
     })?;
     let event = serde_json::to_value(&decision).context("rendering the mcp admission")?;
+    guard.audit = decision
+        .refused
+        .iter()
+        .map(|r| {
+            let detail = json!({
+                "session": config.session_id,
+                "provider": label(provider),
+                "config": decision.config,
+                "server": r.server,
+                "tool": r.tool,
+                "reason": r.reason,
+                "message": r.message,
+                "action": r.action,
+            });
+            (config.session_id.clone(), detail)
+        })
+        .collect();
     config.notes.push(RunNote {
         role: NOTE_ROLE.into(),
         content: event.to_string(),
@@ -212,6 +339,7 @@ fn audit(
         source: resolved.source.as_str(),
         forwarded: Vec::new(),
         refused: Vec::new(),
+        disabled: Vec::new(),
     };
     let mut forwarded = Map::new();
     for (server, listing) in listings {
@@ -345,12 +473,9 @@ fn apply(
         }
         ProviderName::Codex if secrets => {
             // Codex reads the secrets profile only from its own home.
-            let home = std::env::var_os("CODEX_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".codex")))
-                .context(
-                    "neither CODEX_HOME nor HOME is set: nowhere to put the mcp secrets profile",
-                )?;
+            let home = codex_home().context(
+                "neither CODEX_HOME nor HOME is set: nowhere to put the mcp secrets profile",
+            )?;
             config.kwargs.insert(
                 "mcp_profile_dir".into(),
                 Value::String(home.to_string_lossy().into_owned()),
@@ -359,6 +484,90 @@ fn apply(
         _ => {}
     }
     Ok(guard)
+}
+
+/// Codex's home as the child will see it: `$CODEX_HOME`, else
+/// `~/.codex`.
+fn codex_home() -> Option<PathBuf> {
+    std::env::var_os("CODEX_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".codex")))
+}
+
+/// The servers Codex's own config layers declare for a leg in `workspace`.
+fn codex_own_servers(workspace: &Path) -> Result<providers_codex::CodexDeclaredMcp> {
+    let layers = providers_codex::CodexConfigLayers::new(codex_home(), Some(workspace.to_owned()));
+    providers_codex::codex_declared_mcp_servers(&layers).context(
+        "the run is refused: codex's own mcp servers cannot be known, so the forwarded set could not be made the whole set",
+    )
+}
+
+/// A `--set config` (`-c`) override that would add or change an MCP
+/// server (or pick a profile, which may declare servers) bypasses the
+/// admission: refused.
+fn refuse_mcp_overrides(config: &RunConfig) -> Result<()> {
+    let Some(Value::Array(items)) = config.kwargs.get("config") else {
+        return Ok(());
+    };
+    for item in items {
+        let Some(text) = item.as_str() else { continue };
+        let key = text.split('=').next().unwrap_or_default().trim();
+        let first = key.split('.').next().unwrap_or_default().trim();
+        let first = first.trim_matches(|c| c == '"' || c == '\'');
+        if first == "mcp_servers" || first == "profile" {
+            bail!(
+                "--set config={text:?} would change codex's MCP servers unexamined; put the server in a file and pass --mcp-config FILE (its tools are admitted first)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Puts Codex's own servers into the kwargs (each disabled by `-c`) and
+/// the decision. A forwarded server whose name Codex's own config also
+/// declares is not forwarded: codex would merge the two entries field by
+/// field, so the server that starts would not be the one admitted.
+fn disable_own(
+    own: &providers_codex::CodexDeclaredMcp,
+    forwarded: &mut Map<String, Value>,
+    decision: &mut Decision,
+    config: &mut RunConfig,
+) -> Result<()> {
+    let configured = own.configured();
+    for server in &own.servers {
+        if forwarded.remove(&server.name).is_some() {
+            tracing::info!(server = %server.name, file = %server.file.display(),
+                "forwarded mcp server shares its name with one of codex's own");
+            decision.forwarded.retain(|f| f.server != server.name);
+            decision.refused.push(Refusal {
+                server: server.name.clone(),
+                tool: None,
+                reason: NAME_IN_CODEX_CONFIG.into(),
+                message: format!(
+                    "codex's own config {} declares a server of the same name; codex would merge the two, so it is not forwarded (rename one)",
+                    server.file.display()
+                ),
+                action: "server_not_forwarded",
+            });
+        }
+        if decision.disabled.iter().any(|d| d.server == server.name) {
+            continue;
+        }
+        decision.disabled.push(Disabled {
+            server: server.name.clone(),
+            config: server.file.display().to_string(),
+        });
+    }
+    decision.disabled.sort_by(|a, b| a.server.cmp(&b.server));
+    config.kwargs.insert(
+        providers_codex::CONFIGURED_MCP_KEY.into(),
+        serde_json::to_value(&configured.loaded).context("rendering codex's own servers")?,
+    );
+    config.kwargs.insert(
+        providers_codex::PROJECT_MCP_KEY.into(),
+        serde_json::to_value(&configured.project).context("rendering codex's own servers")?,
+    );
+    Ok(())
 }
 
 fn dry_run(provider: ProviderName, config: &RunConfig) -> Result<()> {
@@ -398,6 +607,12 @@ fn print(json: bool, session: &str, decision: &Decision, event: &Value) {
             } else {
                 format!(", disallowed: {}", f.disallowed.join(" "))
             }
+        ));
+    }
+    for d in &decision.disabled {
+        crate::out::line(format!(
+            "mcp: codex's own server {} ({}) disabled: not in the admitted set",
+            d.server, d.config
         ));
     }
     for r in &decision.refused {

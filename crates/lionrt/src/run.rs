@@ -124,17 +124,21 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         format!("lionrt-{}", std::process::id()),
     );
     crate::runopts::apply(db, args.provider, &args.agent, &mut config)?;
-    // Held until the run ends (Claude's owner-only MCP config directory).
-    let _mcp = crate::mcp_forward::admit(args.provider, &args.mcp, &mut config, json)?;
+    // Held until the run ends (Claude's owner-only MCP config directory);
+    // its refusals become admin_events rows before the session starts.
+    let mcp = crate::mcp_forward::admit(args.provider, &args.mcp, &mut config, json)?;
     crate::progress::attach(&mut config, json, &args.live);
     match crate::pg::url(db) {
-        Some(url) => execute(Arc::new(crate::pg::open(&url)?), config, notify, json),
-        None => execute(
-            Arc::new(Store::new(Engine::create(db, EngineConfig::default())?)),
-            config,
-            notify,
-            json,
-        ),
+        Some(url) => {
+            let store = Arc::new(crate::pg::open(&url)?);
+            mcp.record_pg(&store)?;
+            execute(store, config, notify, json)
+        }
+        None => {
+            let store = Arc::new(Store::new(Engine::create(db, EngineConfig::default())?));
+            mcp.record_sqlite(store.engine())?;
+            execute(store, config, notify, json)
+        }
     }
 }
 

@@ -292,15 +292,89 @@ fn codex_runs_through_lionrt_against_a_local_responses_api() {
     check_recorded("codex", is_uuid_like);
 }
 
+/// Issue 14: `lionrt run` forwards the admitted set to the real codex as
+/// the whole set. Codex's own servers (in `$CODEX_HOME/config.toml` and a
+/// trusted project's `.codex/config.toml`) never start, the forwarded one
+/// does (its tools reach the model), and codex accepts the disabling of a
+/// server declared in a layer it does not load. A control run of codex by
+/// hand in the same setup starts its own servers, so the check can fail.
+#[test]
+fn codex_runs_only_the_admitted_mcp_set_and_never_starts_its_own_servers() {
+    if std::env::var_os(WORKER).is_some() {
+        return;
+    }
+    let Some((work, out)) = run_in_namespace(CODEX_MCP) else {
+        return;
+    };
+    let log = |name: &str| std::fs::read_to_string(work.path().join(name)).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "worker failed: {}\n{}\nlionrt stdout: {}\nlionrt stderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        log("lionrt.out"),
+        log("lionrt.err"),
+    );
+    let lines: Vec<serde_json::Value> = log("lionrt.out")
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let report = lines.last().expect("a report");
+    assert_eq!(report["status"], "completed", "{report}");
+    let event = lines
+        .iter()
+        .find(|v| v["event"]["type"] == "mcp_admission")
+        .map(|v| v["event"].clone())
+        .expect("the admission event");
+    let disabled: Vec<&str> = event["disabled"]
+        .as_array()
+        .expect("disabled")
+        .iter()
+        .filter_map(|d| d["server"].as_str())
+        .collect();
+    assert_eq!(disabled, ["far", "own", "proj"], "{event}");
+    assert_eq!(event["forwarded"][0]["server"], "fwd", "{event}");
+
+    // The forwarded server started: codex listed its tools to the model.
+    let requests = log("requests.lionrt.log");
+    assert!(requests.contains("POST /v1/responses"), "{requests}");
+    assert!(
+        requests.contains("search_code") && requests.contains("fwd"),
+        "the forwarded server's tools reach the model: {requests}"
+    );
+    // Codex's own never did; by hand, in the same setup, they do.
+    let markers: serde_json::Value =
+        serde_json::from_str(&log("markers.json")).expect("markers.json");
+    assert_eq!(markers["after_lionrt"], serde_json::json!([]), "{markers}");
+    assert_eq!(
+        markers["after_control"],
+        serde_json::json!(OWN_MARKERS),
+        "control: {markers}\n{}\n{}",
+        log("control.out"),
+        log("control.err")
+    );
+    assert!(
+        !work.path().join("far.marker").exists(),
+        "the untrusted layer is not loaded"
+    );
+}
+
 // ---------------------------------------------------------------- worker
 
 /// The worker half; does nothing unless started by [`run_in_namespace`].
 #[test]
 fn worker() {
-    let Some(cli) = std::env::var_os(WORKER) else {
+    let Some(worker) = std::env::var_os(WORKER) else {
         return;
     };
-    let cli = cli.to_string_lossy().into_owned();
+    let worker = worker.to_string_lossy().into_owned();
+    // `codex-mcp`: codex, with a forwarded MCP set and servers of its own.
+    let forwarding = worker == CODEX_MCP;
+    let cli = if forwarding {
+        "codex".to_owned()
+    } else {
+        worker.clone()
+    };
     let work = PathBuf::from(std::env::var_os(WORK_DIR).expect("work dir"));
     let cache = PathBuf::from(std::env::var_os(CACHE).expect("cache dir"));
 
@@ -372,6 +446,12 @@ fn worker() {
         ("NO_COLOR", "1".into()),
     ];
 
+    let mcp_args = if forwarding {
+        own_mcp_servers(&work, &ws, &codex_home)
+    } else {
+        Vec::new()
+    };
+
     let prompt = "Say hello.";
     let out = Command::new(env!("CARGO_BIN_EXE_lionrt"))
         .arg("--db")
@@ -379,7 +459,8 @@ fn worker() {
         .args(["--json", "run", "--provider", &cli, "--prompt", prompt])
         .arg("--workspace")
         .arg(&ws)
-        .args(["--session", &format!("e2e-{cli}")])
+        .args(["--session", &format!("e2e-{worker}")])
+        .args(&mcp_args)
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .env_remove("LIONRT_DB")
         .env_remove("LIONAGI_HOME")
@@ -388,6 +469,9 @@ fn worker() {
         .expect("run lionrt");
     std::fs::write(work.join("lionrt.out"), &out.stdout).expect("write");
     std::fs::write(work.join("lionrt.err"), &out.stderr).expect("write");
+    if forwarding {
+        control_run(&work, &ws, &env, prompt);
+    }
 
     if let Some(dir) = std::env::var_os(RECORD) {
         // The transcripts of the `lionrt run` above, before the direct run
@@ -411,6 +495,93 @@ fn worker() {
         record(&cli, Path::new(&dir), &ws, &env, prompt);
     }
     assert!(out.status.success(), "lionrt run failed: {out:?}");
+}
+
+/// The worker's [`WORKER`] value for the forwarding test.
+const CODEX_MCP: &str = "codex-mcp";
+/// The markers codex's own servers create when started, under the work dir.
+const OWN_MARKERS: [&str; 2] = ["own.marker", "proj.marker"];
+
+/// Codex's own servers (each touches a marker when started: one in
+/// `$CODEX_HOME/config.toml`, one in the trusted workspace's
+/// `.codex/config.toml`, one in the untrusted parent's, which codex does
+/// not load), and the `.mcp.json` lionrt forwards (the benign fixture
+/// server); returns the `lionrt run` arguments.
+fn own_mcp_servers(work: &Path, ws: &Path, codex_home: &Path) -> Vec<String> {
+    let server = |marker: &str| {
+        format!(
+            "command = \"sh\"\nargs = [\"-c\", \"touch '{}'; exec cat >/dev/null\"]\n",
+            work.join(marker).display()
+        )
+    };
+    let mut config = std::fs::OpenOptions::new()
+        .append(true)
+        .open(codex_home.join("config.toml"))
+        .expect("codex config");
+    write!(
+        config,
+        "\n[mcp_servers.own]\n{}\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n",
+        server(OWN_MARKERS[0]),
+        ws.display()
+    )
+    .expect("append");
+    std::fs::create_dir_all(ws.join(".codex")).expect("mkdir");
+    std::fs::write(
+        ws.join(".codex/config.toml"),
+        format!("[mcp_servers.proj]\n{}", server(OWN_MARKERS[1])),
+    )
+    .expect("project config");
+    std::fs::create_dir_all(work.join(".codex")).expect("mkdir");
+    std::fs::write(
+        work.join(".codex/config.toml"),
+        format!("[mcp_servers.far]\n{}", server("far.marker")),
+    )
+    .expect("untrusted config");
+    let benign = mcp_test_servers::locate(mcp_test_servers::BENIGN).expect("fixture server");
+    let forwarded = serde_json::json!({"mcpServers": {
+        "fwd": {"command": benign.to_string_lossy(), "args": ["benign", "e2e-fwd"]},
+    }});
+    let file = work.join("mcp.json");
+    std::fs::write(&file, forwarded.to_string()).expect("mcp.json");
+    vec![
+        "--mcp-config".into(),
+        file.to_string_lossy().into_owned(),
+        "--mcp-init-timeout".into(),
+        "60".into(),
+    ]
+}
+
+/// Which of `names` exist under `work`.
+fn markers(work: &Path, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| work.join(n).exists())
+        .map(|n| (*n).to_owned())
+        .collect()
+}
+
+/// Keeps what the `lionrt run` left, then runs codex by hand in the same
+/// setup: its own servers start there, so the markers the lionrt run did
+/// not leave are ones it would have left had it started them.
+fn control_run(work: &Path, ws: &Path, env: &[(&str, String)], prompt: &str) {
+    let after_lionrt = markers(work, &OWN_MARKERS);
+    std::fs::copy(work.join("requests.log"), work.join("requests.lionrt.log")).expect("copy");
+    let out = Command::new("codex")
+        .args(["exec", "--json", "-C"])
+        .arg(ws)
+        .args(["--", prompt])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run codex by hand");
+    std::fs::write(work.join("control.out"), &out.stdout).expect("write");
+    std::fs::write(work.join("control.err"), &out.stderr).expect("write");
+    let result = serde_json::json!({
+        "after_lionrt": after_lionrt,
+        "after_control": markers(work, &OWN_MARKERS),
+        "control_ok": out.status.success(),
+    });
+    std::fs::write(work.join("markers.json"), result.to_string()).expect("write");
 }
 
 /// Copies the tree under `from` to `to` (files and directories).
@@ -511,6 +682,8 @@ fn serve(stream: TcpStream, log: &Mutex<std::fs::File>) {
     let request_line = head.lines().next().unwrap_or_default().to_owned();
     if let Ok(mut f) = log.lock() {
         let _ = writeln!(f, "{request_line} ({} byte body)", body.len());
+        // The bodies, for what the CLI told the model (its tools).
+        let _ = writeln!(f, "BODY {}", String::from_utf8_lossy(&body));
     }
     let mut parts = request_line.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));

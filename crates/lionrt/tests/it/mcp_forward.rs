@@ -82,6 +82,68 @@ fn lionrt_in(cwd: &Path, home: &Path, bin: &Path, args: &[&str]) -> Output {
         .expect("run lionrt")
 }
 
+/// `lionrt` as [`lionrt_in`], with `CODEX_HOME` set to `codex_home`.
+fn lionrt_codex(cwd: &Path, home: &Path, bin: &Path, codex_home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", home)
+        .env("PATH", path_env(bin))
+        .env("CODEX_HOME", codex_home)
+        .env_remove("LIONRT_DB")
+        .output()
+        .expect("run lionrt")
+}
+
+/// The `admin_events` rows of the forwarding's refusals:
+/// (entity_type, entity_id, actor_type, actor_id, detail).
+fn refusal_rows(db: &Path) -> Vec<(String, String, String, String, Value)> {
+    let engine = Engine::open(db, EngineConfig::default()).expect("open db");
+    let conn = engine.conn().expect("conn");
+    let mut stmt = conn
+        .prepare(
+            "SELECT entity_type, entity_id, actor_type, actor_id, detail_json FROM admin_events
+             WHERE kind = 'mcp.forward_refused' ORDER BY id",
+        )
+        .expect("prepare");
+    stmt.query_map([], |r| {
+        let detail: String = r.get(4)?;
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            serde_json::from_str(&detail).unwrap_or(Value::String(detail)),
+        ))
+    })
+    .expect("query")
+    .collect::<Result<_, _>>()
+    .expect("rows")
+}
+
+/// (server, tool, reason, action) of each refusal row of `session`.
+fn row_refusals(db: &Path, session: &str) -> Vec<(String, String, String, String)> {
+    let mut out: Vec<_> = refusal_rows(db)
+        .into_iter()
+        .map(|(entity_type, entity_id, actor_type, actor_id, d)| {
+            assert_eq!(
+                (entity_type.as_str(), actor_type.as_str(), actor_id.as_str()),
+                ("session", "system", "lionrt-mcp-forward")
+            );
+            assert_eq!(d["session"], entity_id.as_str());
+            assert!(d["message"].as_str().is_some_and(|m| !m.is_empty()), "{d}");
+            (entity_id, d)
+        })
+        .filter(|(id, _)| id == session)
+        .map(|(_, d)| {
+            let s = |k: &str| d[k].as_str().unwrap_or("-").to_owned();
+            (s("server"), s("tool"), s("reason"), s("action"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 fn messages(db: &Path, session: &str) -> Vec<(String, String, Value)> {
     let engine = Engine::open(db, EngineConfig::default()).expect("open db");
     let conn = engine.conn().expect("conn");
@@ -267,6 +329,11 @@ fn claude_gets_the_admitted_set_with_the_refused_tools_disallowed_and_the_sessio
     )));
     assert_eq!(refused.len(), 3, "{refused:?}");
 
+    // Each refusal is an admin_events row on the session, with its action.
+    let mut printed = refused.clone();
+    printed.sort();
+    assert_eq!(row_refusals(&s.db, "fc"), printed);
+
     // What the session records: the decision, before the leg's output.
     let rows = messages(&s.db, "fc");
     assert_eq!(rows[0].0, "fc:note:0");
@@ -312,6 +379,19 @@ fn codex_is_not_given_a_server_with_a_refused_tool() {
         "unbounded-command-input".into(),
         "server_not_forwarded".into()
     )));
+    let mut printed = refused.clone();
+    printed.sort();
+    assert_eq!(
+        row_refusals(&s.db, "fx"),
+        printed,
+        "one admin_events row per refusal"
+    );
+    assert_eq!(printed.len(), 3, "{printed:?}");
+    assert!(
+        printed
+            .iter()
+            .all(|(_, _, _, action)| action == "server_not_forwarded")
+    );
     let rows = messages(&s.db, "fx");
     assert_eq!(rows[0].1, "mcp_admission");
     assert!(
@@ -624,4 +704,297 @@ fn a_forwarded_server_with_secrets_reaches_claude_by_an_owner_only_file_never_ar
     let rows = messages(&s.db, "fs");
     assert_eq!(rows[0].1, "mcp_admission");
     assert!(!rows.iter().any(|r| r.2.to_string().contains(secret)));
+}
+
+/// The `mcp_servers.*` overrides of an argv, in order.
+fn mcp_overrides(argv: &[String]) -> Vec<&str> {
+    argv.windows(2)
+        .filter(|w| w[0] == "-c" && w[1].starts_with("mcp_servers."))
+        .map(|w| w[1].as_str())
+        .collect()
+}
+
+#[test]
+fn codex_gets_its_own_servers_disabled_so_the_forwarded_set_is_the_whole_set() {
+    let s = setup("own");
+    // Two admitted servers; codex's own config declares one of the names.
+    let servers = json!({"mcpServers": {
+        "benign": {"command": fixture(BENIGN), "args": ["benign", &s.tag]},
+        "twin": {"command": fixture(BENIGN), "args": ["benign", &s.tag]},
+    }});
+    std::fs::write(&s.config, servers.to_string()).expect("write config");
+    let argv_file = stand_in(
+        &s.bin,
+        "codex",
+        &stream_fixture("codex_exec_json_success.jsonl"),
+    );
+    let codex_home = s.root.join("codex-home");
+    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    // The user's own servers, one of them named like a forwarded one, and
+    // a project layer in the workspace.
+    std::fs::write(
+        codex_home.join("config.toml"),
+        "model = \"m\"\n[mcp_servers.mine]\ncommand = \"sh\"\nargs = [\"-c\", \"exit 0\"]\n\
+         [mcp_servers.twin]\ncommand = \"sh\"\n",
+    )
+    .expect("write config.toml");
+    std::fs::create_dir_all(s.workspace.join(".codex")).expect("mkdir");
+    std::fs::write(
+        s.workspace.join(".codex/config.toml"),
+        "[mcp_servers.proj]\nurl = \"http://127.0.0.1:9/mcp\"\n",
+    )
+    .expect("write project config");
+    let db = s.db.to_string_lossy().into_owned();
+    let args = [
+        "--json",
+        "--db",
+        &db,
+        "run",
+        "--provider",
+        "codex",
+        "--session",
+        "fo",
+        "--workspace",
+        &s.workspace.to_string_lossy(),
+        "--mcp-config",
+        &s.config.to_string_lossy(),
+        "--mcp-init-timeout",
+        "60",
+    ];
+    let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let argv = read_argv(&argv_file).expect("the stand-in ran");
+    let overrides = mcp_overrides(&argv);
+    // The admitted server is forwarded...
+    assert!(
+        overrides
+            .iter()
+            .any(|o| o.starts_with("mcp_servers.benign.command=")),
+        "{argv:?}"
+    );
+    // ...and every one of codex's own is disabled: by name where codex
+    // always loads it, with a placeholder transport where only a project
+    // layer declares it.
+    assert_eq!(
+        overrides
+            .iter()
+            .filter(|o| !o.starts_with("mcp_servers.benign."))
+            .copied()
+            .collect::<Vec<_>>(),
+        [
+            "mcp_servers.mine.enabled=false",
+            "mcp_servers.twin.enabled=false",
+            "mcp_servers.proj.enabled=false",
+            "mcp_servers.proj.url=\"http://127.0.0.1/lionrt-disabled\"",
+        ],
+        "{argv:?}"
+    );
+    let event = admission_event(&out);
+    let disabled: Vec<(&str, &str)> = event["disabled"]
+        .as_array()
+        .expect("disabled")
+        .iter()
+        .map(|d| {
+            (
+                d["server"].as_str().unwrap_or_default(),
+                d["config"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let user = codex_home.join("config.toml");
+    let project = std::fs::canonicalize(&s.workspace)
+        .expect("canonical")
+        .join(".codex/config.toml");
+    assert_eq!(
+        disabled,
+        [
+            ("mine", user.to_str().expect("utf-8")),
+            ("proj", project.to_str().expect("utf-8")),
+            ("twin", user.to_str().expect("utf-8")),
+        ]
+    );
+    let forwarded: Vec<&str> = event["forwarded"]
+        .as_array()
+        .expect("forwarded")
+        .iter()
+        .filter_map(|f| f["server"].as_str())
+        .collect();
+    assert_eq!(forwarded, ["benign"]);
+    // The admitted server that shares a name with one of codex's own is
+    // not forwarded (codex would merge the two entries): a refusal, printed
+    // and recorded.
+    let twin = (
+        "twin".to_owned(),
+        "-".to_owned(),
+        "name-in-codex-config".to_owned(),
+        "server_not_forwarded".to_owned(),
+    );
+    assert_eq!(refusals(&event), std::slice::from_ref(&twin));
+    assert_eq!(row_refusals(&s.db, "fo"), [twin]);
+    assert_eq!(tagged_processes(&s.tag), Vec::<i32>::new());
+}
+
+#[test]
+fn a_codex_config_that_cannot_be_parsed_refuses_the_run_before_any_session() {
+    let s = setup("unparsable");
+    let argv_file = stand_in(
+        &s.bin,
+        "codex",
+        &stream_fixture("codex_exec_json_success.jsonl"),
+    );
+    let codex_home = s.root.join("codex-home");
+    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    let db = s.db.to_string_lossy().into_owned();
+    let args = [
+        "--db",
+        &db,
+        "run",
+        "--provider",
+        "codex",
+        "--workspace",
+        &s.workspace.to_string_lossy(),
+        "--mcp-config",
+        &s.config.to_string_lossy(),
+        "--mcp-init-timeout",
+        "60",
+    ];
+    for (text, wants) in [
+        ("[mcp_servers.mine\ncommand = \"sh\"\n", "cannot be parsed"),
+        ("mcp_servers = 1\n", "cannot be parsed"),
+        (
+            "[mcp_servers.\"my server\"]\ncommand = \"sh\"\n",
+            "not a bare toml key",
+        ),
+    ] {
+        std::fs::write(codex_home.join("config.toml"), text).expect("write");
+        let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(wants), "{stderr}");
+        assert!(
+            stderr.contains(&codex_home.join("config.toml").display().to_string()),
+            "the file is named: {stderr}"
+        );
+        assert!(read_argv(&argv_file).is_none(), "no leg started");
+        assert_eq!(sessions(&s.db), 0, "refused before any session");
+    }
+    // No server of the forwarded set was started either.
+    assert_eq!(tagged_processes(&s.tag), Vec::<i32>::new());
+    // The same file, valid: the run goes ahead.
+    std::fs::write(
+        codex_home.join("config.toml"),
+        "[mcp_servers.mine]\ncommand = \"sh\"\n",
+    )
+    .expect("write");
+    let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let argv = read_argv(&argv_file).expect("the stand-in ran");
+    assert!(mcp_overrides(&argv).contains(&"mcp_servers.mine.enabled=false"));
+}
+
+#[test]
+fn a_codex_config_override_of_an_mcp_server_is_refused() {
+    let s = setup("override");
+    let argv_file = stand_in(
+        &s.bin,
+        "codex",
+        &stream_fixture("codex_exec_json_success.jsonl"),
+    );
+    let db = s.db.to_string_lossy().into_owned();
+    for set in [
+        "config=mcp_servers.x.command=sh",
+        r#"config=["model=m", " mcp_servers.x.url=u"]"#,
+        r#"config="mcp_servers".y.command=sh"#,
+        "config=profile=work",
+    ] {
+        let out = lionrt_in(
+            &s.root,
+            &s.home,
+            &s.bin,
+            &["--db", &db, "run", "--provider", "codex", "--set", set],
+        );
+        assert_eq!(out.status.code(), Some(1), "{set}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--mcp-config FILE"),
+            "{set}: {out:?}"
+        );
+    }
+    assert!(read_argv(&argv_file).is_none(), "no leg started");
+    assert_eq!(sessions(&s.db), 0);
+}
+
+#[test]
+fn the_refusals_are_admin_events_on_postgres_too() {
+    let Ok(url) = std::env::var("LIONRT_TEST_PG") else {
+        #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+        {
+            eprintln!(
+                "skipped: LIONRT_TEST_PG is unset (start a server with `eval \"$(.ci/pg-cluster start)\"`)"
+            );
+        }
+        return;
+    };
+    let s = setup("pg");
+    stand_in(
+        &s.bin,
+        "codex",
+        &stream_fixture("codex_exec_json_success.jsonl"),
+    );
+    let schema = format!("lionrt_fwd_{}", std::process::id());
+    let out = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args([
+            "--json",
+            "--db",
+            &url,
+            "run",
+            "--provider",
+            "codex",
+            "--session",
+            "fpg",
+            "--workspace",
+            &s.workspace.to_string_lossy(),
+            "--mcp-config",
+            &s.config.to_string_lossy(),
+            "--mcp-init-timeout",
+            "60",
+        ])
+        .current_dir(&s.root)
+        .env("HOME", &s.home)
+        .env("PATH", path_env(&s.bin))
+        .env("LIONRT_PG_SCHEMA", &schema)
+        .env_remove("LIONRT_DB")
+        .env_remove("CODEX_HOME")
+        .output()
+        .expect("run lionrt");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut printed = refusals(&admission_event(&out));
+    printed.sort();
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    let rows = c
+        .query(
+            &format!(
+                "SELECT entity_type, entity_id, actor_type, actor_id, detail_json
+                 FROM {schema}.admin_events WHERE kind = 'mcp.forward_refused' ORDER BY id"
+            ),
+            &[],
+        )
+        .expect("rows");
+    let mut stored: Vec<(String, String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r.get::<_, String>(0), "session");
+            assert_eq!(r.get::<_, String>(1), "fpg");
+            assert_eq!(r.get::<_, String>(2), "system");
+            assert_eq!(r.get::<_, String>(3), "lionrt-mcp-forward");
+            let d: Value = serde_json::from_str(&r.get::<_, String>(4)).expect("detail");
+            assert_eq!(d["session"], "fpg");
+            let s = |k: &str| d[k].as_str().unwrap_or("-").to_owned();
+            (s("server"), s("tool"), s("reason"), s("action"))
+        })
+        .collect();
+    stored.sort();
+    c.batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .expect("drop");
+    assert_eq!(stored, printed);
+    assert_eq!(stored.len(), 3, "{stored:?}");
 }
