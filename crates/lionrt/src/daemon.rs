@@ -38,6 +38,7 @@ use state_postgres::{PgOutbox, PgStore};
 use state_sqlite::{Engine, EngineConfig, SqliteOutbox, Store};
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::notify_wiring::RefreshOutcomes;
 use crate::out;
 
 #[derive(Debug, Args)]
@@ -219,7 +220,9 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
         Backend::Sqlite(store) => {
             let lock = Held::File(TickLock::acquire(db)?);
             if args.outbox {
-                hooks.push(outbox_hook(SqliteOutbox::new(store.clone())));
+                hooks.push(outbox_hook(RefreshOutcomes(SqliteOutbox::new(
+                    store.clone(),
+                ))));
             }
             if args.mirror {
                 hooks.push(Box::new(mirror_hook(store.clone())?));
@@ -230,7 +233,7 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
             let store = *store;
             let lock = PgSchedules::new(store.clone(), scheduler::scheduler_actor()).tick_lock()?;
             if args.outbox {
-                hooks.push(outbox_hook(PgOutbox::new(store.clone())));
+                hooks.push(outbox_hook(RefreshOutcomes(PgOutbox::new(store.clone()))));
             }
             if args.mirror {
                 hooks.push(Box::new(mirror_hook(store.clone())?));

@@ -23,8 +23,15 @@
 //! `node_metadata` (other keys are kept), so `lionrt sessions show` reads it
 //! back on any store: the adapter's result (`ok`, `exit_code`, `reason`), a
 //! refusal's reason (a notifier asked for and refused), or, with durable
-//! delivery, whether the end-of-run scan delivered the dispatch, with the
-//! dispatch's id and status (later deliveries show in `lionrt outbox show`).
+//! delivery, the state of its dispatch (id, status, attempt and the row's
+//! `updated_at`) after the end-of-run scan. A later scan that moves the
+//! dispatch (`lionrt outbox deliver`, its `--watch`, `lionrt daemon
+//! --outbox`, or an `outbox ack`/`retry`) refreshes that outcome through
+//! [`RefreshOutcomes`], so a row delivered or dead-lettered after the run
+//! shows as such on the run. Every write is one atomic key update
+//! (`SessionRecorder::update_session_metadata`) that keeps a newer state:
+//! an outcome for the same dispatch with a later `updated_at` is never
+//! replaced by an older one, whichever process writes last.
 //! Nothing configured, or the session excluded by the filter, writes
 //! nothing: that absence tells the benign cases from a refusal. Like the
 //! outcome itself, it carries no argument value. A direct adapter's raw
@@ -40,19 +47,21 @@ use std::time::Duration;
 
 use clap::Args;
 use lifecycle_core::{
-    Actor, ActorType, SessionRecorder, TerminalEvent, TerminalSink, TransitionRecord,
+    Actor, ActorType, MetadataUpdate, SessionRecorder, TerminalEvent, TerminalSink,
+    TransitionRecord,
 };
 use notify::{
     Adapter, DEFAULT_BUDGET, NotifyOutcome, OutcomeSink, Registry, Resolution, RunNotify, RunScope,
     TerminalNotifier, install_for_run, resolve_on_terminal,
 };
 use outbox::{
-    DispatchStatus, ExecTransport, NewDispatch, OutboxStore, ScanConfig, SystemClock, Template,
-    deliver_ids, enqueue_dispatch,
+    AuditRecord, DispatchMove, DispatchRow, DispatchStatus, Enqueued, ExecTransport, ListQuery,
+    MoveOutcome, NewDispatch, OutboxStore, PurgeReport, PurgeSelection, ScanConfig, SystemClock,
+    Template, deliver_ids, enqueue_dispatch,
 };
 use runtime_settings::{Settings, SettingsFile};
 use serde_json::Value;
-use state_postgres::PgOutbox;
+use state_postgres::{PgOutbox, PgStore};
 use state_sqlite::{Engine, EngineConfig, SqliteOutbox, Store};
 use tokio::runtime::Handle;
 
@@ -64,9 +73,16 @@ pub(crate) const OUTCOME_KEY: &str = "notify_outcome";
 
 /// Reason of a durable outcome whose dispatch could not be enqueued.
 const ENQUEUE_FAILED: &str = "dispatch_enqueue_failed";
-/// Reason of a durable outcome whose dispatch the end-of-run scan did not
-/// deliver (it stays in the outbox for later scans).
+/// Reason of a durable outcome whose dispatch is not delivered yet (it
+/// stays in the outbox for later scans).
 const NOT_DELIVERED: &str = "dispatch_not_delivered";
+/// Reason of a durable outcome whose dispatch ran out of attempts.
+const DEAD_LETTERED: &str = "dispatch_dead_lettered";
+/// Reason of a durable outcome whose dispatch passed its deadline unsent.
+const EXPIRED: &str = "dispatch_expired";
+/// The dedup key prefix of a run's durable terminal notification:
+/// `notify.on_terminal:<entity type>:<entity id>:<transition id>`.
+const DEDUP_PREFIX: &str = "notify.on_terminal:";
 
 /// `lionrt run`'s notification flags.
 #[derive(Debug, Args, Default)]
@@ -420,34 +436,188 @@ impl Wiring {
 }
 
 /// Writes `outcome` under [`OUTCOME_KEY`] of the session's `node_metadata`,
-/// keeping its other keys. A `node_metadata` that is not a JSON object is
-/// not overwritten (an error).
+/// keeping its other keys, in one atomic update (a concurrent writer's
+/// keys are never lost). A recorded outcome of the same dispatch with a
+/// later `updated_at` is kept (see [`supersedes`]). A `node_metadata` that
+/// is not a JSON object is not overwritten (an error).
 fn record_outcome<R: SessionRecorder>(
     store: &R,
     session: &str,
     outcome: Value,
 ) -> anyhow::Result<()> {
-    let snapshot = store
-        .session(session)?
-        .ok_or_else(|| anyhow::anyhow!("session {session:?} not found"))?;
-    let mut meta = match snapshot.columns.get("node_metadata") {
-        None | Some(Value::Null) => serde_json::Map::new(),
-        Some(Value::String(text)) => match serde_json::from_str(text) {
-            Ok(Value::Object(map)) => map,
-            _ => anyhow::bail!("the session's node_metadata is not a JSON object; left as is"),
-        },
-        Some(Value::Object(map)) => map.clone(),
-        Some(_) => anyhow::bail!("the session's node_metadata is not a JSON object; left as is"),
-    };
-    meta.insert(OUTCOME_KEY.to_owned(), outcome);
-    let columns = std::collections::BTreeMap::from([(
-        "node_metadata".to_owned(),
-        Value::String(Value::Object(meta).to_string()),
-    )]);
-    if !store.update_session(session, &columns)? {
-        anyhow::bail!("session {session:?} not found");
+    let written = store.update_session_metadata(session, OUTCOME_KEY, &mut |current| {
+        supersedes(&outcome, current).then(|| outcome.clone())
+    })?;
+    match written {
+        MetadataUpdate::Written | MetadataUpdate::Unchanged => Ok(()),
+        MetadataUpdate::NotFound => anyhow::bail!("session {session:?} not found"),
+        MetadataUpdate::NotAnObject => {
+            anyhow::bail!("the session's node_metadata is not a JSON object; left as is")
+        }
+        other => anyhow::bail!("node_metadata not updated ({other:?})"),
     }
-    Ok(())
+}
+
+/// Whether `new` should replace the recorded outcome `current`: always,
+/// unless both describe the same dispatch and `current` was read from a
+/// later (or the same) write of that row, so an older state read by a
+/// slower process never replaces a newer one.
+fn supersedes(new: &Value, current: Option<&Value>) -> bool {
+    let Some(current) = current else {
+        return true;
+    };
+    let dispatch = |v: &Value| {
+        let d = v.get("dispatch")?;
+        Some((
+            d.get("id")?.as_str()?.to_owned(),
+            d.get("updated_at")?.as_i64()?,
+        ))
+    };
+    match (dispatch(new), dispatch(current)) {
+        (Some((new_id, new_at)), Some((id, at))) if new_id == id => new_at > at,
+        _ => true,
+    }
+}
+
+/// The outcome recorded for a durable dispatch in the state `row` is in:
+/// `ok` once it was delivered (or acknowledged), otherwise a reason; the
+/// dispatch's id, status, attempt and `updated_at`. No payload, argument
+/// or error text.
+fn durable_outcome(row: &DispatchRow) -> Value {
+    let reason = match row.status {
+        DispatchStatus::Delivered | DispatchStatus::Acked => None,
+        DispatchStatus::DeadLetter => Some(DEAD_LETTERED),
+        DispatchStatus::Expired => Some(EXPIRED),
+        _ => Some(NOT_DELIVERED),
+    };
+    serde_json::json!({
+        "ok": reason.is_none(),
+        "exit_code": null,
+        "stderr_path": null,
+        "reason": reason,
+        "dispatch": {
+            "id": row.id,
+            "status": row.status,
+            "attempt": row.attempt,
+            "updated_at": row.updated_at,
+        },
+    })
+}
+
+/// The session a durable notification's dedup key names, if the row is
+/// one (`notify.on_terminal:session:<id>:<transition id>`).
+fn notified_session(dedup_key: Option<&str>) -> Option<&str> {
+    let rest = dedup_key?.strip_prefix(DEDUP_PREFIX)?;
+    let (kind, rest) = rest.split_once(':')?;
+    let (id, transition) = rest.rsplit_once(':')?;
+    let numeric = !transition.is_empty() && transition.bytes().all(|b| b.is_ascii_digit());
+    (kind == "session" && numeric && !id.is_empty()).then_some(id)
+}
+
+/// The sessions of an outbox's database, where a refreshed outcome goes.
+pub(crate) trait SessionsOf {
+    /// The database's session recorder.
+    type Recorder: SessionRecorder;
+    /// It.
+    fn sessions(&self) -> &Self::Recorder;
+}
+
+impl SessionsOf for SqliteOutbox {
+    type Recorder = Store;
+    fn sessions(&self) -> &Store {
+        self.store()
+    }
+}
+
+impl<T: SessionsOf + ?Sized> SessionsOf for &T {
+    type Recorder = T::Recorder;
+    fn sessions(&self) -> &T::Recorder {
+        (**self).sessions()
+    }
+}
+
+impl SessionsOf for PgOutbox {
+    type Recorder = PgStore;
+    fn sessions(&self) -> &PgStore {
+        self.store()
+    }
+}
+
+/// An outbox whose moves refresh the notify outcome recorded on a run:
+/// after a move that settles or reschedules a run's durable notification
+/// (any applied move except a claim), the row is read back and its state
+/// written on the session the row's dedup key names. The move is already
+/// committed; a refresh that fails is a warning and never fails the move.
+#[derive(Debug, Clone)]
+pub(crate) struct RefreshOutcomes<S>(pub(crate) S);
+
+impl<S: OutboxStore + SessionsOf> RefreshOutcomes<S> {
+    fn refresh(&self, id: &str) {
+        let row = match self.0.get(id) {
+            Ok(Some(row)) => row,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::warn!(%error, id, "dispatch not read back; notify outcome not refreshed");
+                return;
+            }
+        };
+        let Some(session) = notified_session(row.dedup_key.as_deref()) else {
+            return;
+        };
+        if let Err(error) = record_outcome(self.0.sessions(), session, durable_outcome(&row)) {
+            tracing::warn!(%error, id, session, "notify outcome not refreshed on the session");
+        }
+    }
+}
+
+impl<S: OutboxStore + SessionsOf> OutboxStore for RefreshOutcomes<S> {
+    type Error = S::Error;
+
+    fn enqueue(
+        &self,
+        id: &str,
+        new: &NewDispatch,
+        actor: &Actor,
+        now: i64,
+    ) -> Result<Enqueued, S::Error> {
+        self.0.enqueue(id, new, actor, now)
+    }
+    fn get(&self, id: &str) -> Result<Option<DispatchRow>, S::Error> {
+        self.0.get(id)
+    }
+    fn list(&self, query: &ListQuery) -> Result<Vec<DispatchRow>, S::Error> {
+        self.0.list(query)
+    }
+    fn due(&self, now: i64, limit: usize) -> Result<Vec<DispatchRow>, S::Error> {
+        self.0.due(now, limit)
+    }
+    fn apply(&self, mv: &DispatchMove) -> Result<MoveOutcome, S::Error> {
+        let out = self.0.apply(mv)?;
+        if matches!(out, MoveOutcome::Applied { .. }) && mv.to != DispatchStatus::Delivering {
+            self.refresh(&mv.id);
+        }
+        Ok(out)
+    }
+    fn purge(&self, id: &str, actor: &Actor) -> Result<Option<DispatchStatus>, S::Error> {
+        self.0.purge(id, actor)
+    }
+    fn purge_many(
+        &self,
+        selection: &PurgeSelection,
+        dry_run: bool,
+        actor: &Actor,
+    ) -> Result<PurgeReport, S::Error> {
+        self.0.purge_many(selection, dry_run, actor)
+    }
+    fn sweep_terminal(&self, before: i64) -> Result<u64, S::Error> {
+        self.0.sweep_terminal(before)
+    }
+    fn history(&self, id: &str) -> Result<Vec<TransitionRecord>, S::Error> {
+        self.0.history(id)
+    }
+    fn audit(&self) -> Result<Vec<AuditRecord>, S::Error> {
+        self.0.audit()
+    }
 }
 
 /// The notify outcome recorded in a session's `node_metadata` text, if any.
@@ -533,7 +703,7 @@ fn enqueue_on<S: OutboxStore>(
     let mut new = NewDispatch::new(envelope.to_json()?);
     new.template = Some(Template::new(argv.to_vec())?);
     new.dedup_key = Some(format!(
-        "notify.on_terminal:{}:{}:{}",
+        "{DEDUP_PREFIX}{}:{}:{}",
         transition.entity_type, transition.entity_id, transition.id
     ));
     let out = enqueue_dispatch(store, &SystemClock, &new, &actor())?;
@@ -547,7 +717,8 @@ fn scan(db: &Path, ids: &[String]) -> anyhow::Result<Value> {
     with_outbox(db, |s| scan_on(s, ids), |s| scan_on(s, ids))
 }
 
-fn scan_on<S: OutboxStore>(store: &S, ids: &[String]) -> anyhow::Result<Value> {
+fn scan_on<S: OutboxStore + SessionsOf>(store: &S, ids: &[String]) -> anyhow::Result<Value> {
+    let store = &RefreshOutcomes(store);
     let transport = ExecTransport {
         default_template: None,
         timeout: Some(SEND_TIMEOUT),
@@ -562,12 +733,40 @@ fn scan_on<S: OutboxStore>(store: &S, ids: &[String]) -> anyhow::Result<Value> {
     let row = store
         .get(id)?
         .ok_or_else(|| anyhow::anyhow!("dispatch {id} vanished after the scan"))?;
-    let ok = row.status == DispatchStatus::Delivered;
-    Ok(serde_json::json!({
-        "ok": ok,
-        "exit_code": null,
-        "stderr_path": null,
-        "reason": if ok { None } else { Some(NOT_DELIVERED) },
-        "dispatch": {"id": row.id, "status": row.status, "attempt": row.attempt},
-    }))
+    Ok(durable_outcome(&row))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{notified_session, supersedes};
+
+    #[test]
+    fn only_a_session_notification_key_names_a_session() {
+        fn key(k: &str) -> Option<&str> {
+            notified_session(Some(k))
+        }
+        assert_eq!(key("notify.on_terminal:session:r1:42"), Some("r1"));
+        assert_eq!(key("notify.on_terminal:session:a:b:7"), Some("a:b"));
+        assert_eq!(key("notify.on_terminal:play:r1:42"), None);
+        assert_eq!(key("notify.on_terminal:session:r1:x"), None);
+        assert_eq!(key("notify.on_terminal:session::42"), None);
+        assert_eq!(key("notify.on_terminal:session:r1"), None);
+        assert_eq!(key("other:session:r1:42"), None);
+        assert_eq!(notified_session(None), None);
+    }
+
+    #[test]
+    fn an_older_state_of_the_same_dispatch_never_replaces_a_newer_one() {
+        let at = |id: &str, t: i64| json!({"ok": false, "dispatch": {"id": id, "updated_at": t}});
+        assert!(supersedes(&at("d1", 5), None));
+        assert!(supersedes(&at("d1", 6), Some(&at("d1", 5))));
+        assert!(!supersedes(&at("d1", 5), Some(&at("d1", 6))));
+        assert!(!supersedes(&at("d1", 5), Some(&at("d1", 5))));
+        // Another dispatch, or an outcome without one, is replaced.
+        assert!(supersedes(&at("d2", 1), Some(&at("d1", 6))));
+        assert!(supersedes(&at("d1", 1), Some(&json!({"ok": true}))));
+        assert!(supersedes(&json!({"ok": false}), Some(&at("d1", 6))));
+    }
 }

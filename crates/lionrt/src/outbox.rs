@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use state_postgres::{DueListener, PgOutbox};
 use state_sqlite::SqliteOutbox;
 
+use crate::notify_wiring::RefreshOutcomes;
 use crate::out;
 use crate::state::{open_store, parse_actor, print_history};
 
@@ -222,8 +223,18 @@ fn get<S: OutboxStore>(store: &S, id: &str) -> Result<DispatchRow> {
 
 pub(crate) fn run(db: &Path, json: bool, cmd: OutboxCmd) -> Result<ExitCode> {
     match crate::pg::url(db) {
-        Some(url) => run_on(&PgOutbox::new(crate::pg::open(&url)?), json, cmd),
-        None => run_on(&SqliteOutbox::new(open_store(db)?), json, cmd),
+        // Every move refreshes the notify outcome of a run whose durable
+        // notification it is (see `notify_wiring`).
+        Some(url) => run_on(
+            &RefreshOutcomes(PgOutbox::new(crate::pg::open(&url)?)),
+            json,
+            cmd,
+        ),
+        None => run_on(
+            &RefreshOutcomes(SqliteOutbox::new(open_store(db)?)),
+            json,
+            cmd,
+        ),
     }
 }
 
@@ -397,6 +408,12 @@ impl Wake for SqliteOutbox {
 impl Wake for PgOutbox {
     fn due_listener(&self) -> Result<Option<DueListener>> {
         Ok(Some(self.listener()?))
+    }
+}
+
+impl<S: Wake> Wake for RefreshOutcomes<S> {
+    fn due_listener(&self) -> Result<Option<DueListener>> {
+        self.0.due_listener()
     }
 }
 

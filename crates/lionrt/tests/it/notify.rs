@@ -225,6 +225,102 @@ fn a_failed_durable_send_stays_queued_and_outbox_deliver_retries_it() {
     assert_eq!(rows[0]["attempt"], 2, "{rows}");
 }
 
+/// Makes every pending row of the SQLite outbox `db` due now (the test's
+/// stand-in for waiting out the backoff), optionally lowering its attempt
+/// budget.
+fn make_due(db: &Path, max_attempts: Option<u32>) {
+    let conn = rusqlite::Connection::open(db).expect("open the database");
+    conn.busy_timeout(std::time::Duration::from_secs(30))
+        .expect("busy timeout");
+    conn.execute(
+        "UPDATE dispatch_outbox SET next_attempt_at = 0,
+             max_attempts = COALESCE(?1, max_attempts) WHERE status = 'pending'",
+        [max_attempts],
+    )
+    .expect("make due");
+}
+
+#[test]
+fn a_later_scan_refreshes_the_notify_outcome_recorded_on_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let none = dir.path().join("none.yaml");
+    let sink = dir.path().join("delivered.jsonl");
+    let flag = dir.path().join("receiver-up");
+    // The receiver is down (no flag file) for the run's own scan.
+    let handler = format!(
+        "sh -c 'test -e {} && printf \"%s\\n\" \"$1\" >> {}' sh",
+        flag.display(),
+        sink.display()
+    );
+    let durable = ["--notify-durable", "--notify-on-terminal", handler.as_str()];
+    for session in ["later-ok", "later-dead"] {
+        let out = run_session(&db, &none, dir.path(), session, &durable);
+        assert!(out.status.success(), "{out:?}");
+        let got = recorded_outcome(&db, &none, session);
+        assert_eq!(got["ok"], false, "{got}");
+        assert_eq!(got["reason"], "dispatch_not_delivered", "{got}");
+        assert_eq!(got["dispatch"]["status"], "pending", "{got}");
+        assert_eq!(got["dispatch"]["attempt"], 1, "{got}");
+    }
+    let rows = stdout_json(&lionrt(&db, &none, &["--json", "outbox", "ls"]));
+    let id_of = |session: &str| {
+        rows.as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| {
+                r["dedup_key"]
+                    .as_str()
+                    .is_some_and(|k| k.contains(&format!(":session:{session}:")))
+            })
+            .map(|r| r["id"].clone())
+            .expect("the session's dispatch")
+    };
+    let (ok_id, dead_id) = (id_of("later-ok"), id_of("later-dead"));
+
+    // The later-dead row gets no more attempts than it has had; the
+    // receiver is still down, so the daemon's scan dead-letters it.
+    make_due(&db, Some(2));
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute(
+        "UPDATE dispatch_outbox SET next_attempt_at = 9000000000000000 WHERE id = ?1",
+        [ok_id.as_str().expect("id")],
+    )
+    .expect("hold the other row back");
+    drop(conn);
+    let out = lionrt(&db, &none, &["daemon", "--outbox", "--ticks", "1"]);
+    assert!(out.status.success(), "{out:?}");
+    let got = recorded_outcome(&db, &none, "later-dead");
+    assert_eq!(got["ok"], false, "{got}");
+    assert_eq!(got["reason"], "dispatch_dead_lettered", "{got}");
+    assert_eq!(got["dispatch"]["id"], dead_id, "{got}");
+    assert_eq!(got["dispatch"]["status"], "dead_letter", "{got}");
+    assert_eq!(got["dispatch"]["attempt"], 2, "{got}");
+
+    // The receiver comes up; `lionrt outbox deliver` delivers the other
+    // row and the run shows it delivered.
+    std::fs::write(&flag, "").expect("flag");
+    make_due(&db, None);
+    let out = lionrt(&db, &none, &["--json", "outbox", "deliver"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(envelopes(&sink).len(), 1);
+    let got = recorded_outcome(&db, &none, "later-ok");
+    assert_eq!(got["ok"], true, "{got}");
+    assert!(got["reason"].is_null(), "{got}");
+    assert_eq!(got["dispatch"]["id"], ok_id, "{got}");
+    assert_eq!(got["dispatch"]["status"], "delivered", "{got}");
+    assert_eq!(got["dispatch"]["attempt"], 2, "{got}");
+    // The dead-lettered run's outcome is left as the daemon wrote it.
+    assert_eq!(
+        recorded_outcome(&db, &none, "later-dead")["dispatch"]["status"],
+        "dead_letter"
+    );
+    let text =
+        String::from_utf8_lossy(&lionrt(&db, &none, &["sessions", "show", "later-ok"]).stdout)
+            .into_owned();
+    assert!(text.contains("notify     ok, dispatch"), "{text}");
+}
+
 /// The notify outcome `lionrt sessions show --json` reads back for `session`.
 fn recorded_outcome(db: &Path, global: &Path, session: &str) -> serde_json::Value {
     let out = lionrt(db, global, &["--json", "sessions", "show", session]);
