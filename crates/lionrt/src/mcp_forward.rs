@@ -22,7 +22,8 @@
 //! kwarg and the servers its own config layers declare
 //! (`providers_codex::codex_declared_mcp_servers`: `/etc/codex`,
 //! `$CODEX_HOME/config.toml`, default `~/.codex/config.toml`, and every
-//! `.codex/config.toml` from the workspace up), each disabled by `-c`
+//! `.codex/config.toml` from the workspace up, and with `--sandbox` HEAD's
+//! `.codex/config.toml`, which the worktree holds), each disabled by `-c`
 //! unless it is in the admitted set; the decision lists them under
 //! `disabled`. A layer that exists but cannot be read or parsed, or that
 //! declares a name no `-c` override can name, refuses the run before any
@@ -263,7 +264,7 @@ pub(crate) fn admit(
     // Codex's own servers are read before any server is started: a layer
     // that cannot be parsed refuses the run first.
     let own = if provider == ProviderName::Codex {
-        Some(codex_own_servers(&config.workspace)?)
+        Some(codex_own_servers(&config.workspace, config.sandbox)?)
     } else {
         None
     };
@@ -494,12 +495,62 @@ fn codex_home() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".codex")))
 }
 
+/// Why the run is refused when Codex's own servers cannot be known.
+const OWN_UNKNOWN: &str = "the run is refused: codex's own mcp servers cannot be known, so the forwarded set could not be made the whole set";
+
 /// The servers Codex's own config layers declare for a leg in `workspace`.
-fn codex_own_servers(workspace: &Path) -> Result<providers_codex::CodexDeclaredMcp> {
+/// With `--sandbox` codex works in a fresh worktree of HEAD, whose
+/// `.codex/config.toml` is the committed file, not the one on disk: that
+/// one is read too (a project layer).
+fn codex_own_servers(workspace: &Path, sandbox: bool) -> Result<providers_codex::CodexDeclaredMcp> {
     let layers = providers_codex::CodexConfigLayers::new(codex_home(), Some(workspace.to_owned()));
-    providers_codex::codex_declared_mcp_servers(&layers).context(
-        "the run is refused: codex's own mcp servers cannot be known, so the forwarded set could not be made the whole set",
-    )
+    let mut own = providers_codex::codex_declared_mcp_servers(&layers).context(OWN_UNKNOWN)?;
+    if sandbox && let Some((file, text)) = committed_project_layer(workspace)? {
+        let servers = providers_codex::mcp_servers_in_toml(&file, &text).context(OWN_UNKNOWN)?;
+        for (name, kind) in servers {
+            own.servers.push(providers_codex::DeclaredMcpServer {
+                name,
+                file: file.clone(),
+                kind,
+                always_loaded: false,
+            });
+        }
+    }
+    Ok(own)
+}
+
+/// HEAD's `.codex/config.toml` in `workspace`'s repository (`git show`),
+/// named `<path>@HEAD`; `None` when HEAD has no such file (or there is no
+/// HEAD, which the sandbox refuses anyway).
+fn committed_project_layer(workspace: &Path) -> Result<Option<(PathBuf, String)>> {
+    const SPEC: &str = "HEAD:./.codex/config.toml";
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(workspace)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+    };
+    let exists = git(&["cat-file", "-e", SPEC]);
+    if !exists.is_ok_and(|o| o.status.success()) {
+        return Ok(None);
+    }
+    let out = git(&["show", SPEC]).context("running git show")?;
+    let file = PathBuf::from(format!(
+        "{}@HEAD",
+        workspace.join(".codex/config.toml").display()
+    ));
+    if !out.status.success() {
+        bail!(
+            "{OWN_UNKNOWN}: git show {SPEC} in {}: {}",
+            workspace.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let text = String::from_utf8(out.stdout)
+        .with_context(|| format!("{OWN_UNKNOWN}: {} is not UTF-8", file.display()))?;
+    Ok(Some((file, text)))
 }
 
 /// A `--set config` (`-c`) override that would add or change an MCP

@@ -300,6 +300,7 @@ fn codex_runs_through_lionrt_against_a_local_responses_api() {
 /// hand in the same setup starts its own servers, so the check can fail.
 #[test]
 fn codex_runs_only_the_admitted_mcp_set_and_never_starts_its_own_servers() {
+    // contract: PRV-095
     if std::env::var_os(WORKER).is_some() {
         return;
     }

@@ -716,6 +716,7 @@ fn mcp_overrides(argv: &[String]) -> Vec<&str> {
 
 #[test]
 fn codex_gets_its_own_servers_disabled_so_the_forwarded_set_is_the_whole_set() {
+    // contract: PRV-095
     let s = setup("own");
     // Two admitted servers; codex's own config declares one of the names.
     let servers = json!({"mcpServers": {
@@ -997,4 +998,113 @@ fn the_refusals_are_admin_events_on_postgres_too() {
         .expect("drop");
     assert_eq!(stored, printed);
     assert_eq!(stored.len(), 3, "{stored:?}");
+}
+
+fn git(repo: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(repo)
+        .args([
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.invalid",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[test]
+fn with_a_sandbox_codex_also_gets_the_committed_project_servers_disabled() {
+    // contract: PRV-095
+    let s = setup("sandbox");
+    let argv_file = stand_in(
+        &s.bin,
+        "codex",
+        &stream_fixture("codex_exec_json_success.jsonl"),
+    );
+    let codex_home = s.root.join("codex-home");
+    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    // The worktree codex will work in holds the committed file; the one on
+    // disk was changed since.
+    std::fs::create_dir_all(s.workspace.join(".codex")).expect("mkdir");
+    let layer = s.workspace.join(".codex/config.toml");
+    std::fs::write(
+        &layer,
+        "[mcp_servers.committed]\nurl = \"http://127.0.0.1:9/\"\n",
+    )
+    .expect("write");
+    git(&s.workspace, &["init", "-q"]);
+    git(&s.workspace, &["add", ".codex/config.toml"]);
+    git(&s.workspace, &["commit", "-qm", "init"]);
+    std::fs::write(&layer, "[mcp_servers.local]\ncommand = \"sh\"\n").expect("write");
+    let db = s.db.to_string_lossy().into_owned();
+    let ws = s.workspace.to_string_lossy().into_owned();
+    let config = s.config.to_string_lossy().into_owned();
+    let run = |extra: &[&str]| {
+        let _ = std::fs::remove_file(&argv_file);
+        let mut args = vec![
+            "--json",
+            "--db",
+            &db,
+            "run",
+            "--provider",
+            "codex",
+            "--workspace",
+            &ws,
+            "--mcp-config",
+            &config,
+            "--mcp-init-timeout",
+            "60",
+        ];
+        args.extend(extra);
+        let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let argv = read_argv(&argv_file).expect("the stand-in ran");
+        let own: Vec<String> = mcp_overrides(&argv)
+            .into_iter()
+            .filter(|o| {
+                o.starts_with("mcp_servers.committed.") || o.starts_with("mcp_servers.local.")
+            })
+            .map(str::to_owned)
+            .collect();
+        (admission_event(&out), own)
+    };
+    let (event, own) = run(&["--sandbox"]);
+    assert_eq!(
+        own,
+        [
+            "mcp_servers.committed.enabled=false",
+            "mcp_servers.committed.url=\"http://127.0.0.1/lionrt-disabled\"",
+            "mcp_servers.local.enabled=false",
+            "mcp_servers.local.command=\"false\"",
+        ]
+    );
+    let committed = event["disabled"]
+        .as_array()
+        .expect("disabled")
+        .iter()
+        .find(|d| d["server"] == "committed")
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        committed["config"]
+            .as_str()
+            .is_some_and(|c| c.ends_with(".codex/config.toml@HEAD")),
+        "{event}"
+    );
+    // Without a sandbox codex works in the workspace: the file on disk.
+    let (_, own) = run(&[]);
+    assert_eq!(
+        own,
+        [
+            "mcp_servers.local.enabled=false",
+            "mcp_servers.local.command=\"false\"",
+        ]
+    );
 }
