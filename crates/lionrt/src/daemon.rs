@@ -18,7 +18,6 @@
 //! `cancelled`, and the daemon exits 0. The connection string is only ever
 //! shown redacted.
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -263,10 +262,13 @@ fn outbox_hook<S: ::outbox::OutboxStore + Send + 'static>(store: S) -> Box<dyn T
 ///
 /// The sweep judges only this host's sessions (a `lionrt run` on another
 /// host sharing a PostgreSQL store is left alone). The sessions of schedule
-/// runs still marked running are vouched for as gone whatever host ran
-/// them: this daemon holds the tick lock, so the daemon that started them
-/// is gone (and a leg dies with its supervisor); another host's are ended
-/// without any signal.
+/// runs still marked running that a daemon claimed are vouched for as gone
+/// whatever host ran them: this daemon holds the tick lock, so the daemon
+/// that started them is gone (and a leg dies with its supervisor); another
+/// host's are ended without any signal. A run a trigger claimed (`lionrt
+/// schedule trigger`) is never vouched for: on this host its session is
+/// judged by its process like any other (a SIGKILLed trigger's is ended),
+/// on another host it is left to that host's sweep.
 fn serve<R>(
     json: bool,
     args: &DaemonArgs,
@@ -283,17 +285,13 @@ where
         table: &ProcTable,
         signaller: &OsSignaller,
     };
-    let scheduled: HashSet<String> = schedules
-        .running_runs()?
-        .into_iter()
-        .filter_map(|(_, session)| session)
-        .collect();
+    let vouched = scheduler::daemon_claimed_sessions(&*schedules)?;
     let swept = runner::sweep_orphans_known_gone(
         &store,
         &procs,
         &crate::run::sweep_actor(),
         false,
-        &scheduled,
+        &vouched,
     )
     .context("the orphan sweep failed")?;
     let interval = Duration::from_secs_f64(args.interval);

@@ -27,6 +27,7 @@ mod sqlite;
 mod store;
 mod tick;
 
+pub use claimer::daemon_claimed_sessions;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::Error;
 pub use launch::{DEFAULT_SCRIPT, Fire, Launcher, RunOutcome, RunnerLauncher};

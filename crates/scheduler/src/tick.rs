@@ -166,7 +166,9 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     /// session is recorded; missed fires are detected and recorded) and
     /// returns the scheduler ready to tick. The
     /// caller holds the [`crate::TickLock`] and has run the runner's orphan
-    /// sweep first.
+    /// sweep first, vouching for [`crate::daemon_claimed_sessions`] as gone
+    /// (`runner::sweep_orphans_known_gone`) and for nothing else: a
+    /// trigger's run on another host is left to that host.
     pub fn start(
         schedules: Arc<dyn ScheduleStore>,
         clock: C,

@@ -1,6 +1,8 @@
 //! `lionrt schedule` and `lionrt daemon` with real processes: the verbs, an
 //! atomic apply, a trigger through the runner, SIGTERM as graceful
-//! shutdown, and a SIGKILLed daemon whose restart leaves no orphan.
+//! shutdown, a SIGKILLed daemon whose restart leaves no orphan, and a
+//! daemon start that ends only the runs of dead daemons and of this host's
+//! dead triggers (another host's trigger keeps its run).
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -800,6 +802,360 @@ fn the_daemon_on_postgres_drives_the_outbox_due_scan() {
     assert!(target.exists(), "the tick's scan ran the row's template");
     assert_eq!(
         pg.count("SELECT count(*) FROM {s}.dispatch_outbox WHERE status = 'pending'"),
+        0
+    );
+}
+
+/// A claim as a scheduler stores it on a run's `leased_by`: its role
+/// (`daemon` or `trigger`) and its process as a session owner.
+fn claim_text(role: &str, owner: &lifecycle_core::OwnerRecord) -> String {
+    serde_json::json!({"role": role, "owner": owner}).to_string()
+}
+
+/// A pid that names no process now, on `host` in this boot.
+fn gone_owner(host: &str) -> lifecycle_core::OwnerRecord {
+    let mut child = Command::new("true").spawn().expect("spawn");
+    let pid = child.id();
+    child.wait().expect("reap");
+    lifecycle_core::OwnerRecord {
+        pid: i64::from(pid),
+        start_time: Some(12_345),
+        boot_id: runner::boot_id(),
+        host_id: Some(host.to_owned()),
+    }
+}
+
+/// A live `sleep` in a group of its own: the leg a session of another host
+/// names (its pid and start time are real here, so a signal sent on the
+/// record's word would reach it).
+struct LiveLeg(Child);
+
+impl LiveLeg {
+    fn spawn() -> (Self, lifecycle_core::LegRecord) {
+        let child = Command::new("sleep")
+            .arg("300")
+            .process_group(0)
+            .spawn()
+            .expect("spawn a leg");
+        let pid = i64::from(child.id());
+        let create_time = i32::try_from(child.id())
+            .ok()
+            .and_then(|p| procfs::process::Process::new(p).ok())
+            .and_then(|p| p.stat().ok())
+            .and_then(|s| i64::try_from(s.starttime).ok());
+        assert!(create_time.is_some(), "the leg's start time is readable");
+        (
+            Self(child),
+            lifecycle_core::LegRecord {
+                pid,
+                pgid: pid,
+                create_time,
+            },
+        )
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().expect("poll the leg").is_none()
+    }
+}
+
+impl Drop for LiveLeg {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Two hosts on one PostgreSQL store: runs claimed by triggers and daemons
+/// of this host (A) and of another (B), then `lionrt daemon` starts on A.
+/// It vouches for the sessions of daemon-claimed runs only (it holds the
+/// tick lock, so their daemon is gone, on whatever host): a trigger's run
+/// on host B with a live session is left running, its leg unsignalled,
+/// while this host's dead daemon's and dead trigger's runs end, and host
+/// B's dead daemon's run ends with no signal sent.
+#[test]
+fn a_daemon_starting_on_postgres_leaves_another_hosts_trigger_run_running() {
+    use lifecycle_core::{Actor, ActorType, SessionStart, leg_columns};
+    use scheduler::{Claim, RunStart, ScheduleStore};
+
+    let Some(pg) = PgSchema::new("claims") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = pg.run(&[
+        "schedule",
+        "create",
+        "remote",
+        "--every",
+        "3600",
+        "--prompt",
+        "p",
+        "--workspace",
+        dir.path().to_str().expect("utf-8"),
+        "--disabled",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let engine = state_postgres::PgEngine::open(
+        &state_postgres::PgConfig::new(state_postgres::DbUrl::new(pg.url.clone()))
+            .with_schema(pg.name.clone()),
+    )
+    .expect("open the schema");
+    let store = state_postgres::PgStore::new(engine);
+    let schedules =
+        scheduler::PgSchedules::new(store.clone(), Actor::new(ActorType::Operator, "test"));
+    let schedule_id = schedules.get("remote").expect("read").expect("stored").id;
+
+    let host_a = runner::host_id().expect("this host has an identity");
+    let host_b = "machine-b:host-b";
+    let alive_here = runner::current_owner(&cli_supervisor::ProcTable);
+    assert!(alive_here.start_time.is_some());
+    let (mut leg, leg_record) = LiveLeg::spawn();
+    // (run and session id, claimer role, claimer, whether its session is
+    // recorded (owned by the claimer), whether a live leg is recorded)
+    let cases = [
+        ("trigger-b", Some("trigger"), gone_owner(host_b), true, true),
+        (
+            "trigger-b-unrecorded",
+            Some("trigger"),
+            gone_owner(host_b),
+            false,
+            false,
+        ),
+        ("unclaimed-b", None, gone_owner(host_b), true, false),
+        (
+            "daemon-a-gone",
+            Some("daemon"),
+            gone_owner(&host_a),
+            true,
+            false,
+        ),
+        ("daemon-b", Some("daemon"), gone_owner(host_b), true, true),
+        (
+            "trigger-a-gone",
+            Some("trigger"),
+            gone_owner(&host_a),
+            true,
+            false,
+        ),
+        ("trigger-a-alive", Some("trigger"), alive_here, true, false),
+    ];
+    for (at, (id, role, owner, recorded, with_leg)) in (1_i64..).zip(&cases) {
+        let start = RunStart {
+            run_id: (*id).to_owned(),
+            schedule_id: schedule_id.clone(),
+            max_concurrent: 100,
+            due_at: at,
+            fired_at: at,
+            session_id: (*id).to_owned(),
+            claimed_by: role.map(|r| claim_text(r, owner)),
+        };
+        let claim = schedules
+            .claim_run(&start, &Actor::new(ActorType::Scheduler, "test"))
+            .expect("claim");
+        assert_eq!(claim, Claim::Started, "{id}");
+        if *recorded {
+            let s = SessionStart {
+                owner: Some(owner.clone()),
+                ..SessionStart::new(*id, "run.started.ok")
+            };
+            store
+                .persist_session_start(&s, &Actor::new(ActorType::Executor, "test"))
+                .expect("session");
+            if *with_leg {
+                assert!(
+                    store
+                        .update_session(id, &leg_columns(&leg_record))
+                        .expect("leg")
+                );
+            }
+        }
+    }
+
+    let started = pg.run(&["--json", "daemon", "--ticks", "1"]);
+    assert!(started.status.success(), "{started:?}");
+    let report: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&started.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default(),
+    )
+    .expect("json");
+
+    let runs = schedules.runs(Some("remote"), 100).expect("runs");
+    let run = |id: &str| {
+        let r = runs.iter().find(|r| r.id == id).expect("the run");
+        (r.status.clone(), r.reason.clone())
+    };
+    let session = |id: &str| {
+        let s = store.session(id).expect("read").expect("the session");
+        (s.status, s.reason_code)
+    };
+    let ended = ("failed".to_owned(), Some("run.failed.exception".to_owned()));
+    let orphaned = ("failed".to_owned(), Some(runner::ORPHAN_REASON.to_owned()));
+    // Another host's trigger still runs: neither its session nor its run
+    // is this daemon's to end, and its leg got no signal.
+    assert_eq!(run("trigger-b").0, "running", "{report}");
+    assert_eq!(session("trigger-b").0, "running", "{report}");
+    assert_eq!(run("trigger-b-unrecorded").0, "running", "{report}");
+    // A run with no claim (from before claims were recorded) on another
+    // host may be a live trigger's too: left to that host.
+    assert_eq!(run("unclaimed-b").0, "running", "{report}");
+    assert_eq!(session("unclaimed-b").0, "running", "{report}");
+    // This host's live trigger is judged by its process: left running.
+    assert_eq!(run("trigger-a-alive").0, "running", "{report}");
+    assert_eq!(session("trigger-a-alive").0, "running", "{report}");
+    // Dead daemons (here and on host B) and this host's dead trigger: their
+    // sessions end as orphaned and their runs as their sessions did.
+    for id in ["daemon-a-gone", "daemon-b", "trigger-a-gone"] {
+        assert_eq!(session(id), orphaned, "{id}: {report}");
+        assert_eq!(run(id), ended, "{id}: {report}");
+    }
+    assert!(leg.alive(), "another host's leg was signalled");
+    let mut swept: Vec<&str> = report["started"]["preamble"]["stale_runs_ended"]
+        .as_array()
+        .expect("stale runs")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    swept.sort_unstable();
+    assert_eq!(
+        swept,
+        ["daemon-a-gone", "daemon-b", "trigger-a-gone"],
+        "{report}"
+    );
+    drop(schedules);
+    drop(store);
+}
+
+fn trigger_process(db: &Path, name: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .arg("--db")
+        .arg(db)
+        .args(["schedule", "trigger", name])
+        .env_remove("LIONRT_DB")
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start lionrt schedule trigger")
+}
+
+/// The running sessions that have recorded their leg.
+fn sessions_with_legs(db: &Path) -> Vec<String> {
+    let c = conn(db);
+    let mut stmt = c
+        .prepare("SELECT id FROM sessions WHERE status = 'running' AND leg_pid IS NOT NULL")
+        .expect("prepare");
+    stmt.query_map([], |r| r.get(0))
+        .expect("query")
+        .map(|r| r.expect("row"))
+        .collect()
+}
+
+fn run_of(db: &Path, session: &str) -> (String, Option<String>) {
+    conn(db)
+        .query_row(
+            "SELECT status, status_reason_code FROM schedule_runs WHERE session_id = ?1",
+            [session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the run")
+}
+
+/// One host, real `lionrt schedule trigger` processes: a daemon starting
+/// while one trigger runs and another was SIGKILLed ends the dead
+/// trigger's session (orphaned) and run, and leaves the live one's, which
+/// the trigger then ends itself. Nothing stays `running`.
+#[test]
+fn a_daemon_start_on_sqlite_ends_a_sigkilled_triggers_run_and_spares_a_live_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let script = dir.path().join("slow.json");
+    std::fs::write(&script, SLOW).expect("script");
+    let out = lionrt(
+        &db,
+        &[
+            "schedule",
+            "create",
+            "manual",
+            "--every",
+            "3600",
+            "--prompt",
+            "slow",
+            "--workspace",
+            dir.path().to_str().expect("utf-8"),
+            "--script",
+            script.to_str().expect("utf-8"),
+            "--max-concurrent",
+            "2",
+            "--disabled",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let mut dead = trigger_process(&db, "manual");
+    assert!(
+        wait_until(Duration::from_secs(60), || sessions_with_legs(&db).len()
+            == 1),
+        "the first trigger's leg runs"
+    );
+    let dead_session = sessions_with_legs(&db).remove(0);
+    dead.kill().expect("SIGKILL the trigger");
+    dead.wait().expect("reap the trigger");
+    let mut live = trigger_process(&db, "manual");
+    assert!(
+        wait_until(Duration::from_secs(60), || sessions_with_legs(&db).len()
+            == 2),
+        "the second trigger's leg runs"
+    );
+    let live_session = sessions_with_legs(&db)
+        .into_iter()
+        .find(|s| *s != dead_session)
+        .expect("the live trigger's session");
+
+    let started = lionrt(&db, &["--json", "daemon", "--ticks", "1"]);
+    assert!(started.status.success(), "{started:?}");
+    let (status, reason): (String, Option<String>) = conn(&db)
+        .query_row(
+            "SELECT status, status_reason_code FROM sessions WHERE id = ?1",
+            [&dead_session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the dead trigger's session");
+    assert_eq!(
+        (status.as_str(), reason.as_deref()),
+        ("failed", Some(runner::ORPHAN_REASON))
+    );
+    assert_eq!(
+        run_of(&db, &dead_session),
+        ("failed".to_owned(), Some("run.failed.exception".to_owned()))
+    );
+    assert_eq!(run_of(&db, &live_session).0, "running");
+    assert!(
+        sessions_with_legs(&db).contains(&live_session),
+        "the live trigger's session still runs"
+    );
+
+    // The live trigger ends its own run (SIGTERM: cancelled through its
+    // supervisor), and nothing is left running.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&live),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM the trigger");
+    let _ = live.wait().expect("wait for the trigger");
+    assert_eq!(run_of(&db, &live_session).0, "cancelled");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM schedule_runs WHERE status = 'running'"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM sessions WHERE status = 'running'"
+        ),
         0
     );
 }

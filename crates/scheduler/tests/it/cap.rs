@@ -577,3 +577,66 @@ fn a_daemon_starting_while_a_trigger_holds_a_run_leaves_it_and_the_cap_holds() {
         ("failed".to_owned(), Some("run.failed.exception".to_owned()))
     );
 }
+
+#[test]
+fn only_the_runs_a_daemon_claimed_are_vouched_for() {
+    let env = Env::new();
+    let schedules = env.schedules();
+    let mut spec = interval("vouch", 60, env.dir.path());
+    spec.max_concurrent = 3;
+    let s = schedules.create(&spec, T0).expect("create");
+    let gate = env.dir.path().join("vouch-gate");
+    let launcher = Arc::new(Sessionless(gate.clone()));
+    // A row from before claims were recorded: no claimer.
+    let legacy = scheduler::RunStart {
+        run_id: "legacy".into(),
+        schedule_id: s.id.clone(),
+        max_concurrent: 3,
+        due_at: T0,
+        fired_at: T0,
+        session_id: "legacy-session".into(),
+        claimed_by: None,
+    };
+    assert_eq!(
+        schedules
+            .claim_run(&legacy, &Actor::new(ActorType::Scheduler, "old"))
+            .expect("claim"),
+        scheduler::Claim::Started
+    );
+    runtime().block_on(async {
+        let mut trigger = Scheduler::attach(
+            schedules.clone(),
+            Arc::new(ManualClock::new(T0 + 1)),
+            launcher.clone(),
+        );
+        let triggered = trigger.trigger("vouch").expect("trigger");
+        assert_eq!(triggered.fired.len(), 1, "{triggered:?}");
+        let (mut daemon, _) = Scheduler::start(
+            schedules.clone(),
+            Arc::new(ManualClock::new(DUE)),
+            launcher.clone(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        let ticked = daemon.tick().expect("tick");
+        assert_eq!(ticked.fired.len(), 1, "{ticked:?}");
+        let session_of = |run: &str| {
+            schedules
+                .runs(Some("vouch"), 10)
+                .expect("runs")
+                .into_iter()
+                .find(|r| r.id == run)
+                .and_then(|r| r.session_id)
+                .expect("a session id")
+        };
+        let vouched = scheduler::daemon_claimed_sessions(&*schedules).expect("claims");
+        assert_eq!(
+            vouched,
+            std::iter::once(session_of(&ticked.fired[0])).collect(),
+            "the trigger's run and the unclaimed one are not vouched for"
+        );
+        std::fs::write(&gate, b"").expect("open the gate");
+        trigger.wait_idle().await;
+        daemon.shutdown().await;
+    });
+}
