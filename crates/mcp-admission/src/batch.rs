@@ -16,6 +16,16 @@
 //! serde_json's default limit of 128 are parsed on a growing heap stack and
 //! judged (the gate itself never looks deeper than its depth cap).
 //!
+//! A record is parsed field by field: `id`, `name`, `description` and the
+//! schema are kept (the name and description borrowed from the input), every
+//! other field is checked exactly as a `serde_json::Value` parse checks it
+//! and skipped without being built, so a record is readable or not, and
+//! judged, exactly as if parsed whole. The last of duplicate keys counts.
+//! Keys are always ordinary keys: with serde_json's `raw_value` feature on
+//! (other crates turn it on in the `lionrt` binary) `Value` itself would
+//! read an object keyed `$serde_json::private::RawValue` as the JSON text in
+//! its string, and the gate would judge a schema no host receives.
+//!
 //! One case cannot be resynchronised: an element of a JSON array (or of a
 //! `tools` list) whose brackets do not balance ends the batch with one
 //! error record, since no later boundary can be trusted. JSON Lines recover
@@ -25,8 +35,11 @@ use std::fmt;
 use std::fmt::Write as _;
 use std::str::FromStr;
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
 
 use crate::admission::{explain_tool_admission, verdict_with};
 use crate::reason::{AdmissionDenied, Reason};
@@ -483,10 +496,10 @@ impl Splitter {
     }
 }
 
-/// Parses one record's JSON, at any nesting depth; true when it nests
-/// deeper than serde_json's default limit (then it must be dropped with
-/// [`drop_iteratively`]).
-fn parse_record(bytes: &[u8]) -> Result<(Value, bool), serde_json::Error> {
+/// Parses one record's JSON, at any nesting depth; the flag is true when
+/// it nests deeper than serde_json's default limit (then its values must be
+/// dropped with [`drop_iteratively`]).
+fn parse_record(bytes: &[u8]) -> Result<(Record<'_>, bool), serde_json::Error> {
     // Valid UTF-8 (checked once, quickly) is parsed as text, so no string
     // inside is checked again; anything else as bytes, for the same errors.
     match std::str::from_utf8(bytes) {
@@ -499,17 +512,374 @@ fn parse_record(bytes: &[u8]) -> Result<(Value, bool), serde_json::Error> {
 /// deep path).
 fn parse_from<'de, R: serde_json::de::Read<'de>>(
     make: impl Fn() -> serde_json::Deserializer<R>,
-) -> Result<(Value, bool), serde_json::Error> {
+) -> Result<(Record<'de>, bool), serde_json::Error> {
     let mut de = make();
-    match Value::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+    match Record::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
         Err(e) if e.to_string().contains("recursion limit") => {
             let mut de = make();
             de.disable_recursion_limit();
-            let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+            let record = Record::deserialize(serde_stacker::Deserializer::new(&mut de))?;
             de.end()?;
-            Ok((value, true))
+            Ok((record, true))
         }
         other => other.map(|v| (v, false)),
+    }
+}
+
+/// A record as the gate reads it: the fields it uses are kept (the name
+/// and description borrowed from the input where they have no escapes),
+/// every other field is checked exactly as a `serde_json::Value` parse
+/// checks it and then skipped without being built. Duplicate keys: the last
+/// one counts, as in a `Value` (and in Python's `json`).
+enum Record<'de> {
+    /// A JSON object.
+    Tool(Envelope<'de>),
+    /// Any other JSON value.
+    NotObject,
+}
+
+/// The fields of a tool record the gate reads.
+#[derive(Default)]
+struct Envelope<'de> {
+    id: Option<Value>,
+    name: Option<Text<'de>>,
+    description: Option<Text<'de>>,
+    input_schema_camel: Option<Value>,
+    input_schema_snake: Option<Value>,
+}
+
+impl Envelope<'_> {
+    /// The schema: `inputSchema` when present (even `null`), else `input_schema`.
+    fn schema(&self) -> Option<&Value> {
+        self.input_schema_camel
+            .as_ref()
+            .or(self.input_schema_snake.as_ref())
+    }
+
+    /// Drops the values that may nest deeply without recursion.
+    fn drop_iteratively(self) {
+        for v in [self.id, self.input_schema_camel, self.input_schema_snake]
+            .into_iter()
+            .flatten()
+        {
+            drop_iteratively(v);
+        }
+    }
+}
+
+/// A string field (`name`, `description`), or the fact that it held
+/// another kind of value.
+enum Text<'de> {
+    Str(Cow<'de, str>),
+    NotString,
+}
+
+impl Text<'_> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Text::Str(s) => Some(s),
+            Text::NotString => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Record<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RecordVisitor)
+    }
+}
+
+struct RecordVisitor;
+
+impl<'de> Visitor<'de> for RecordVisitor {
+    type Value = Record<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a json value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut e = Envelope::default();
+        while let Some(key) = map.next_key::<Field>()? {
+            match key {
+                Field::Id => e.id = Some(map.next_value::<Tree>()?.0),
+                Field::Name => e.name = Some(map.next_value()?),
+                Field::Description => e.description = Some(map.next_value()?),
+                Field::InputSchemaCamel => {
+                    e.input_schema_camel = Some(map.next_value::<Tree>()?.0);
+                }
+                Field::InputSchemaSnake => {
+                    e.input_schema_snake = Some(map.next_value::<Tree>()?.0);
+                }
+                Field::Other => {
+                    map.next_value::<Checked>()?;
+                }
+            }
+        }
+        Ok(Record::Tool(e))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Checked::visit_seq(Checked, seq)?;
+        Ok(Record::NotObject)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Record::NotObject)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Record::NotObject)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Record::NotObject)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Record::NotObject)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Record::NotObject)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Record::NotObject)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Record::NotObject)
+    }
+}
+
+/// The keys of a tool record, matched after unescaping (as a `Value` would).
+enum Field {
+    Id,
+    Name,
+    Description,
+    InputSchemaCamel,
+    InputSchemaSnake,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(FieldVisitor)
+    }
+}
+
+struct FieldVisitor;
+
+impl Visitor<'_> for FieldVisitor {
+    type Value = Field;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
+        Ok(match key {
+            "id" => Field::Id,
+            "name" => Field::Name,
+            "description" => Field::Description,
+            "inputSchema" => Field::InputSchemaCamel,
+            "input_schema" => Field::InputSchemaSnake,
+            _ => Field::Other,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TextVisitor)
+    }
+}
+
+struct TextVisitor;
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = Text<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a json value")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
+        Ok(Text::Str(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+        Ok(Text::Str(Cow::Owned(s.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
+        Ok(Text::Str(Cow::Owned(s)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        Checked::visit_map(Checked, map)?;
+        Ok(Text::NotString)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        Checked::visit_seq(Checked, seq)?;
+        Ok(Text::NotString)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Text::NotString)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Text::NotString)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Text::NotString)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Text::NotString)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Text::NotString)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Text::NotString)
+    }
+}
+
+/// A JSON value checked as a `Value` parse checks it (strings unescaped,
+/// surrogates paired, numbers in range) and not built.
+struct Checked;
+
+impl<'de> Deserialize<'de> for Checked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(Checked)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a json value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<Checked, Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Checked)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Checked)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Checked)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Checked)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Checked)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Checked)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Checked)
+    }
+}
+
+/// A `Value` built from JSON text exactly as written. Unlike
+/// `Value::deserialize`, an object key is always an ordinary key: with
+/// serde_json's `raw_value` feature (which other crates turn on in the
+/// `lionrt` binary) `Value` reads an object whose first key is
+/// `$serde_json::private::RawValue` as the JSON text in its string, so the
+/// gate would judge another schema than the one a host receives.
+struct Tree(Value);
+
+impl<'de> Deserialize<'de> for Tree {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TreeVisitor).map(Tree)
+    }
+}
+
+struct TreeVisitor;
+
+impl<'de> Visitor<'de> for TreeVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a json value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value::<Tree>()?.0;
+            // The last of duplicate keys counts.
+            m.insert(key, value);
+        }
+        Ok(Value::Object(m))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Tree>()? {
+            items.push(item.0);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Value, E> {
+        // JSON text has no NaN or infinity; `Value` reads one as null too.
+        Ok(Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 }
 
@@ -557,7 +927,7 @@ fn judge_record_with(record: &RawRecord, explained: bool) -> ToolResult {
     if let Some(why) = &record.broken {
         return ToolResult::error(None, line, index, why.clone());
     }
-    let (value, deep) = match parse_record(&record.bytes) {
+    let (parsed, deep) = match parse_record(&record.bytes) {
         Ok(parsed) => parsed,
         Err(e) => {
             let at_line = record.line + e.line().saturating_sub(1);
@@ -569,10 +939,13 @@ fn judge_record_with(record: &RawRecord, explained: bool) -> ToolResult {
             );
         }
     };
-    let result = judge_value(&value, line, index, explained);
+    let Record::Tool(envelope) = parsed else {
+        return ToolResult::error(None, line, index, "a tool must be a json object".to_owned());
+    };
+    let result = judge_envelope(&envelope, line, index, explained);
     // Within serde_json's default nesting limit the recursive drop is safe.
     if deep {
-        drop_iteratively(value);
+        envelope.drop_iteratively();
     }
     result
 }
@@ -593,26 +966,30 @@ fn nesting_exceeds(value: &Value, limit: usize) -> bool {
     false
 }
 
-fn judge_value(value: &Value, line: Option<usize>, index: usize, explained: bool) -> ToolResult {
-    let Value::Object(m) = value else {
-        return ToolResult::error(None, line, index, "a tool must be a json object".to_owned());
-    };
+fn judge_envelope(
+    e: &Envelope<'_>,
+    line: Option<usize>,
+    index: usize,
+    explained: bool,
+) -> ToolResult {
     // An id is echoed; one nested absurdly deep is replaced, not recursed.
-    let id = m.get("id").map(|id| {
+    let id = e.id.as_ref().map(|id| {
         if matches!(id, Value::Array(_) | Value::Object(_)) && nesting_exceeds(id, DEEP) {
             Value::from("(id nested too deep)")
         } else {
             id.clone()
         }
     });
-    let name = match m.get("name") {
-        Some(Value::String(name)) => name,
-        Some(_) => return ToolResult::error(id, line, index, "\"name\" must be a string".into()),
+    let name = match &e.name {
+        Some(Text::Str(name)) => name.as_ref(),
+        Some(Text::NotString) => {
+            return ToolResult::error(id, line, index, "\"name\" must be a string".into());
+        }
         None => return ToolResult::error(id, line, index, "missing \"name\"".into()),
     };
     // The original ignores a description that is not a string.
-    let description = m.get("description").and_then(Value::as_str);
-    let schema = schema_of(m);
+    let description = e.description.as_ref().and_then(Text::as_str);
+    let schema = e.schema();
     // JSON Lines needs the reason alone: no report is built for it.
     let (reason, message, detail) = if explained {
         let report = explain_tool_admission(name, schema, description);
@@ -626,7 +1003,7 @@ fn judge_value(value: &Value, line: Option<usize>, index: usize, explained: bool
     };
     ToolResult {
         id,
-        name: name.clone(),
+        name: name.to_owned(),
         line,
         index,
         reason,
@@ -634,10 +1011,6 @@ fn judge_value(value: &Value, line: Option<usize>, index: usize, explained: bool
         detail,
         error: None,
     }
-}
-
-fn schema_of(m: &Map<String, Value>) -> Option<&Value> {
-    m.get("inputSchema").or_else(|| m.get("input_schema"))
 }
 
 /// Splits, judges and renders a stream; the I/O-free heart of the CLI.

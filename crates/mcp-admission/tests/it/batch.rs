@@ -2,9 +2,10 @@
 
 use mcp_admission::Reason;
 use mcp_admission::batch::{
-    Checker, EXIT_ADMITTED, EXIT_DENIED, EXIT_UNREADABLE, OutputFormat, ToolResult, check_text,
-    exit_code, judge_record_as, render,
+    Checker, EXIT_ADMITTED, EXIT_DENIED, EXIT_UNREADABLE, OutputFormat, RawRecord, ToolResult,
+    check_text, exit_code, judge_record_as, render,
 };
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 const TOOLS_LIST: &str = r#"{
@@ -366,4 +367,141 @@ fn format_names() {
     assert_eq!("jsonl".parse::<OutputFormat>(), Ok(OutputFormat::Jsonl));
     assert_eq!("sarif".parse::<OutputFormat>(), Ok(OutputFormat::Sarif));
     assert!("xml".parse::<OutputFormat>().is_err());
+}
+
+/// What a record gets when parsed whole into a `Value` and judged: the
+/// reading the batch checker's field-by-field parse must keep. `None` for
+/// a syntax error ("not json"), else the error message or the verdict.
+fn judged_as_a_value(line: &str) -> Option<Result<(String, Option<Reason>), String>> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    let Value::Object(m) = value else {
+        return Some(Err("a tool must be a json object".to_owned()));
+    };
+    let name = match m.get("name") {
+        Some(Value::String(n)) => n.clone(),
+        Some(_) => return Some(Err("\"name\" must be a string".to_owned())),
+        None => return Some(Err("missing \"name\"".to_owned())),
+    };
+    let description = m.get("description").and_then(Value::as_str);
+    let schema = m.get("inputSchema").or_else(|| m.get("input_schema"));
+    let reason = mcp_admission::explain_tool_admission(&name, schema, description).reason;
+    Some(Ok((name, reason)))
+}
+
+fn record_key() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "\"id\"",
+        "\"name\"",
+        "\"na\\u006de\"",
+        "\"description\"",
+        "\"inputSchema\"",
+        "\"input_schema\"",
+        "\"inputSchem\\u0061\"",
+        "\"annotations\"",
+        "\"\\ud800\"",
+    ])
+}
+
+fn record_value() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "\"bash\"",
+        "\"search\"",
+        "\"b\\u0061sh\"",
+        "\"Run a shell command.\"",
+        "\"\\ud83d\\ude00\"",
+        "\"\\ud800\"",
+        "\"\\udc00x\"",
+        "1",
+        "-2",
+        "1.5",
+        "1e400",
+        "18446744073709551616",
+        "null",
+        "true",
+        "[1, \"x\", {\"a\": null}]",
+        "{\"type\": \"object\", \"properties\": {\"cmd\": {\"type\": \"string\"}}}",
+        "{\"type\": \"object\", \"additionalProperties\": false}",
+        "{\"type\": \"object\", \"properties\": {\"q\": {\"type\": \"string\"}}, \"additionalProperties\": false}",
+        "{\"type\": \"object\", \"type\": \"string\"}",
+        "{\"properties\": {\"cmd\": {\"type\": \"string\"}}, \"additionalProperties\": false, \"additionalProperties\": true}",
+        "{\"x\": [}",
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The checker reads only the fields it needs, yet every record gets
+    /// what a whole-`Value` parse gives it: the same verdict, the same
+    /// error, the same syntax errors (duplicate keys: the last counts;
+    /// escaped keys are unescaped; an unread field's lone surrogate or
+    /// out-of-range number still makes the record unreadable).
+    #[test]
+    fn a_record_is_read_as_a_value_reads_it(
+        entries in prop::collection::vec((record_key(), record_value()), 0..7),
+        shape in 0u8..8,
+    ) {
+        let body = entries
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let line = match shape {
+            0 => format!("[{body}]"),
+            1 => format!("{{{body}"),
+            _ => format!("{{{body}}}"),
+        };
+        let record = RawRecord { bytes: line.clone().into_bytes(), line: 1, index: 0, broken: None };
+        let r = &judge_record_as(&record, OutputFormat::Table);
+        // JSON Lines takes the plain verdict: the same reason.
+        prop_assert_eq!(&judge_record_as(&record, OutputFormat::Jsonl).reason, &r.reason);
+        match judged_as_a_value(&line) {
+            None => prop_assert!(
+                r.error.as_deref().is_some_and(|e| e.contains("not json")),
+                "{line}: {r:?}"
+            ),
+            Some(Err(e)) => prop_assert_eq!(r.error.as_deref(), Some(e.as_str()), "{}", line),
+            Some(Ok((name, reason))) => {
+                prop_assert_eq!(&r.error, &None, "{}", line);
+                prop_assert_eq!(&r.name, &name);
+                prop_assert_eq!(r.reason, reason, "{}", line);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_raw_value_key_is_an_ordinary_key() {
+    // With serde_json's `raw_value` feature (on in the lionrt binary, and in
+    // these tests through the dev-dependency) a `Value` reads this object
+    // as the JSON text in its string: the gate would see a closed object
+    // where a host sees an open schema.
+    let schema = r#"{"$serde_json::private::RawValue": "{\"type\": \"object\", \"additionalProperties\": false}"}"#;
+    let as_value: Value = serde_json::from_str(schema).expect("json");
+    assert_eq!(
+        as_value,
+        json!({"type": "object", "additionalProperties": false}),
+        "the test needs serde_json's raw_value feature"
+    );
+    let text = format!(
+        "{{\"name\": \"exec\", \"inputSchema\": {schema}}}\n\
+         {{\"name\": \"exec\", \"inputSchema\": {{\"x\": {{\"$serde_json::private::RawValue\": \"not json\"}}}}}}\n\
+         {{\"name\": \"exec\", \"id\": {{\"$serde_json::private::RawValue\": \"1\"}}, \"inputSchema\": {{\"type\": \"object\", \"additionalProperties\": false}}}}\n"
+    );
+    let results = check_text(&text);
+    assert_eq!(results.len(), 3);
+    // Judged as written: an open schema under an executor name.
+    assert_eq!(
+        results[0].reason,
+        Some(Reason::ExecutorIdentityWithInsufficientSchema),
+        "{:?}",
+        results[0]
+    );
+    assert_eq!(results[1].error, None);
+    assert!(results[1].reason.is_some());
+    assert_eq!(
+        results[2].id,
+        Some(json!({"$serde_json::private::RawValue": "1"}))
+    );
+    assert_eq!(results[2].reason, None);
 }
