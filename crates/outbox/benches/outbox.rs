@@ -1,6 +1,12 @@
 //! Outbox throughput against floors measured in the same run:
 //! - `enqueue`: `enqueue_dispatch` vs one bare autocommit INSERT of the same
 //!   row (bar: ratio >= 0.6);
+//! - `enqueue_same_sql` (a reference, not the bar): `enqueue_dispatch` vs
+//!   the bare SQL an enqueue must write, on a held connection with
+//!   prepared statements: `BEGIN IMMEDIATE`, the row's INSERT, its history
+//!   row's INSERT, `COMMIT`. It tells what the code costs beyond the
+//!   storage work (ratio near 1: nothing) from what the extra history row
+//!   costs (the gap between this pair and `enqueue`);
 //! - `deliver_noop`: a due-scan of 100 rows with an in-process no-op
 //!   transport vs the bare SQL of the same claim and finish (one snapshot
 //!   SELECT, then per row two transactions, each a guarded UPDATE plus its
@@ -14,7 +20,9 @@
 //! shared and its load moves more than the differences measured.
 //!
 //! Ratio = floor time / outbox time for the same work; read both from
-//! `target/criterion/<group>/*/new/estimates.json` (mean point estimates).
+//! `target/criterion/<group>/*/new/estimates.json` (mean point estimates),
+//! and the paired ratio (see `interleaved`) from stderr or
+//! `target/criterion/<group>/paired.json`.
 
 use std::hint::black_box;
 use std::num::NonZeroUsize;
@@ -60,6 +68,13 @@ fn fill(store: &SqliteOutbox, n: usize, template: Option<&Template>) {
 /// by an untimed run of the other, so both see the same machine load (the
 /// build machine is shared and noisy). Each closure times its own critical
 /// section and leaves setup out.
+///
+/// Criterion times the floor and the outbox in two separate windows, and
+/// the load moves between them. So every back-to-back pair (both bench
+/// functions run both closures) is also summed, and the *paired* ratio,
+/// floor total / outbox total over the same pairs, is printed on stderr and
+/// written to `target/criterion/<group>/paired.json`: its two sides always
+/// ran within microseconds of each other.
 fn interleaved(
     c: &mut Criterion,
     group: &str,
@@ -67,26 +82,59 @@ fn interleaved(
     (floor_name, mut floor): (&str, impl FnMut() -> Duration),
     (ours_name, mut ours): (&str, impl FnMut() -> Duration),
 ) {
+    let (mut floor_total, mut ours_total, mut pairs) = (Duration::ZERO, Duration::ZERO, 0u64);
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(elements));
     g.sample_size(20);
     g.bench_function(floor_name, |b| {
         b.iter_custom(|iters| {
             (0..iters).fold(Duration::ZERO, |t, _| {
-                ours();
-                t + floor()
+                let o = ours();
+                let f = floor();
+                (floor_total, ours_total, pairs) = (floor_total + f, ours_total + o, pairs + 1);
+                t + f
             })
         });
     });
     g.bench_function(ours_name, |b| {
         b.iter_custom(|iters| {
             (0..iters).fold(Duration::ZERO, |t, _| {
-                floor();
-                t + ours()
+                let f = floor();
+                let o = ours();
+                (floor_total, ours_total, pairs) = (floor_total + f, ours_total + o, pairs + 1);
+                t + o
             })
         });
     });
     g.finish();
+    if pairs == 0 {
+        return; // filtered out
+    }
+    let ratio = floor_total.as_secs_f64() / ours_total.as_secs_f64().max(f64::MIN_POSITIVE);
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / pairs.max(1) as f64;
+    let report = serde_json::json!({
+        "group": group,
+        "pairs": pairs,
+        "floor_us_per_run": per(floor_total),
+        "ours_us_per_run": per(ours_total),
+        "paired_ratio": ratio,
+    });
+    #[allow(clippy::print_stderr, reason = "the bench reports its paired ratio")]
+    {
+        eprintln!(
+            "{group}: paired ratio {ratio:.3} over {pairs} pairs (floor {:.1} µs, outbox {:.1} µs per run)",
+            per(floor_total),
+            per(ours_total)
+        );
+    }
+    // Beside criterion's own output: <target>/criterion/<group>/.
+    let exe = std::env::current_exe().ok();
+    let target = exe.as_deref().and_then(|e| e.parent()?.parent()?.parent());
+    if let Some(dir) = target.map(|t| t.join("criterion").join(group))
+        && std::fs::create_dir_all(&dir).is_ok()
+    {
+        let _ = std::fs::write(dir.join("paired.json"), report.to_string());
+    }
 }
 
 fn timed(f: impl FnOnce()) -> Duration {
@@ -118,6 +166,58 @@ fn enqueue(c: &mut Criterion) {
                 insert
                     .execute(params![id, now_micros(), key, "bench payload"])
                     .expect("insert");
+            })
+        }),
+        ("enqueue_dispatch", || {
+            let mut new = NewDispatch::new("bench payload");
+            new.dedup_key = Some(format!("k{}", seq()));
+            timed(|| {
+                black_box(enqueue_dispatch(&ours, &SystemClock, &new, &actor()).expect("enqueue"));
+            })
+        }),
+    );
+}
+
+/// The reference pair: the same two rows an enqueue writes, as bare SQL in
+/// one IMMEDIATE transaction on a held connection.
+fn enqueue_same_sql(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ours = store(dir.path(), "ours.db");
+    let floor = store(dir.path(), "floor.db");
+    let mut conn = floor.store().engine().conn().expect("conn");
+    interleaved(
+        c,
+        "enqueue_same_sql",
+        1,
+        ("floor_row_and_history_sql", || {
+            let n = seq();
+            let (id, key) = (format!("dsp-sql-{n:x}"), format!("k{n}"));
+            timed(|| {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .expect("tx");
+                let at = now_micros();
+                tx.prepare_cached(
+                    "INSERT INTO dispatch_outbox (id, status, created_at, updated_at, attempt,
+                        next_attempt_at, dedup_key, payload, deliver_to, template_json,
+                        max_attempts, ack_required, expires_at)
+                     VALUES (?1, 'pending', ?2, ?2, 0, ?2, ?3, ?4, NULL, NULL, 5, 0, NULL)
+                     ON CONFLICT (dedup_key) DO NOTHING",
+                )
+                .expect("prepare")
+                .execute(params![id, at, key, "bench payload"])
+                .expect("insert");
+                tx.prepare_cached(
+                    "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status,
+                        reason_code, reason_summary, reason_json, actor_type, actor_id,
+                        override_json, created_at)
+                     VALUES ('dispatch', ?1, NULL, 'pending', 'dispatch.pending.enqueued', '',
+                        '{\"evidence_refs\":[],\"metadata\":{}}', 'executor', 'bench', NULL, ?2)",
+                )
+                .expect("prepare")
+                .execute(params![id, at])
+                .expect("history");
+                tx.commit().expect("commit");
             })
         }),
         ("enqueue_dispatch", || {
@@ -255,6 +355,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(4));
-    targets = enqueue, deliver_noop, deliver_exec
+    targets = enqueue, enqueue_same_sql, deliver_noop, deliver_exec
 }
 criterion_main!(benches);

@@ -36,40 +36,7 @@
 //!
 #![doc = include_str!("../README.md")]
 //!
-//! **Performance** (`cargo bench -p outbox`; each floor/outbox pair runs
-//! interleaved in one run, on the shared 2-core build machine at load
-//! average 5-6; ratio = floor time / outbox time, so 1.0 means as fast as
-//! the floor; ranges over three or four runs):
-//!
-//! | bench | floor | ratio |
-//! |---|---|---|
-//! | `enqueue_dispatch` | one bare autocommit INSERT of the row | 0.39-0.62 (median 0.55) |
-//! | `deliver_due`, no-op transport, 100 rows | snapshot SELECT + per row two IMMEDIATE transactions (guarded UPDATE + history INSERT) | 0.85-1.01 |
-//! | `deliver_due_concurrent`, 1 in flight (finish write pipelined), `/bin/true`, 20 rows | 20 bare spawn+wait of `/bin/true` | 0.85-1.05 |
-//! | `deliver_due_concurrent`, 2 in flight, same | same | 0.75-1.24 |
-//!
-//! Before the finish write was pipelined, the sequential exec scan measured
-//! 0.53-0.71: two commits per row (claim, finish) cost about a third of a
-//! `/bin/true` spawn on this machine. The enqueue bound is physical: the
-//! row's INSERT dirties 5 pages (table, primary key, dedup key, due and
-//! written indexes); the enqueue also writes its creation history row
-//! (table, two indexes, `sqlite_sequence`), 9 pages per commit in all, and
-//! 5/9 is about the median measured; the spread comes from WAL
-//! checkpoints (the enqueue's file reaches one twice as often) on a loaded
-//! disk. Counted directly (`PRAGMA wal_checkpoint` frame totals over 3000
-//! commits at steady state), a bare INSERT appends 5.7 WAL frames and an
-//! enqueue 10.1-10.3, which bounds the ratio near 0.56 whatever the code
-//! does; a `perf` profile of the enqueue bench puts the WAL's `pwrite`s at
-//! 36% of all samples and checkpoint `fsync`s at 15%, and everything on the
-//! Rust side (id, policy decision, pool checkout, `BEGIN`/`COMMIT`, history
-//! row building) under 1%. The statements are already prepared once and
-//! cached, the row and its history commit in one transaction, and the
-//! template is serialised once, so there is no CPU left to cut: only a
-//! schema change (the history table's `AUTOINCREMENT` counter page, or one
-//! of its two indexes, about one frame each) would move the bound, and
-//! those serve every entity. The enqueue bar (0.6) is therefore not met
-//! reliably: five runs on 2026-12-01 at load average 4-7 gave 0.62, 0.55,
-//! 0.47, 0.40 and 0.39 (means, floor and enqueue interleaved in each run).
+//! Performance: see the README's section (included above).
 //!
 //! Features: none.
 #![forbid(unsafe_code)]

@@ -147,9 +147,14 @@ impl Engine {
         let manager = SqliteConnectionManager::file(path)
             .with_flags(flags)
             .with_init(move |c| configure(c, &init_config));
+        // No validity check on checkout: r2d2 would run `SELECT 1` on every
+        // one (r2d2_sqlite's `is-valid`), about 5% of a one-row write, and
+        // a connection to a local file cannot go stale the way a network
+        // connection does (an I/O error surfaces on the statement itself).
         let pool = Pool::builder()
             .max_size(config.pool_size.max(1))
             .min_idle(Some(0))
+            .test_on_check_out(false)
             .connection_timeout(config.busy_timeout + Duration::from_secs(5))
             .build_unchecked(manager);
         Ok(Engine {
@@ -225,6 +230,7 @@ impl ReadOnlyEngine {
         let pool = Pool::builder()
             .max_size(4)
             .min_idle(Some(0))
+            .test_on_check_out(false)
             .connection_timeout(busy_timeout + Duration::from_secs(5))
             .build_unchecked(manager);
         Ok(ReadOnlyEngine { pool })
