@@ -9,7 +9,7 @@ use std::sync::{Mutex, mpsc};
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use mcp_admission::batch::{self, Checker, OutputFormat, RawRecord, Tally, ToolResult};
+use mcp_admission::batch::{Checker, OutputFormat, RecordBatch, Tally, ToolResult};
 
 use crate::out;
 
@@ -57,12 +57,6 @@ fn unreadable(message: String) -> ExitCode {
 
 /// Read and write in pieces this large.
 const CHUNK: usize = 1 << 20;
-
-/// Records handed to a worker at once (or fewer, when they are large).
-const BATCH_RECORDS: usize = 256;
-/// Record bytes handed to a worker at once, at most (a single larger
-/// record travels alone).
-const BATCH_BYTES: usize = 1 << 20;
 
 pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
     let AdmissionCmd::Check(args) = cmd;
@@ -144,13 +138,28 @@ fn check_serial(
 }
 
 /// A batch of records for a worker, numbered in input order.
-type Job = (u64, Vec<RawRecord>);
-/// A worker's results for a batch.
-type Done = (u64, Vec<ToolResult>);
+type Job = (u64, RecordBatch);
 
-/// Splits here, judges on `workers` threads, renders and writes here in
-/// input order. Memory stays flat: at most `2 * workers` batches wait for a
-/// worker, and results are written as soon as their turn comes.
+/// What a worker made of a batch.
+enum Judged {
+    /// JSON Lines, rendered by the worker, with its counts.
+    Jsonl(String, Tally),
+    /// Results for this thread to render (table, SARIF).
+    Results(Vec<ToolResult>),
+}
+
+/// A worker's answer: the batch number, its verdicts and the emptied batch
+/// (its buffers are reused for a later one).
+type Done = (u64, Judged, RecordBatch);
+
+/// Input read at once by the parallel reader: a batch is what one read
+/// completes (a record larger than this travels alone).
+const PARALLEL_CHUNK: usize = 1 << 17;
+
+/// Splits here, judges (and renders JSON Lines) on `workers` threads,
+/// writes here in input order. Memory stays flat: at most `2 * workers`
+/// batches wait for a worker, and results are written as soon as their
+/// turn comes.
 fn check_parallel(
     mut input: Box<dyn Read>,
     mut stdout: impl Write,
@@ -172,12 +181,16 @@ fn check_parallel(
                         Ok(rx) => rx.recv(),
                         Err(_) => return,
                     };
-                    let Ok((seq, records)) = job else { return };
-                    let results = records
-                        .iter()
-                        .map(|r| batch::judge_record_as(r, format))
-                        .collect();
-                    if done_tx.send((seq, results)).is_err() {
+                    let Ok((seq, mut records)) = job else { return };
+                    let judged = if format == OutputFormat::Jsonl {
+                        let mut out = String::with_capacity(records.len() * 64);
+                        let tally = records.judge_jsonl(&mut out);
+                        Judged::Jsonl(out, tally)
+                    } else {
+                        Judged::Results(records.judge(format))
+                    };
+                    records.clear();
+                    if done_tx.send((seq, judged, records)).is_err() {
                         return;
                     }
                 }
@@ -186,8 +199,8 @@ fn check_parallel(
         drop(done_tx);
         let mut order = InOrder::default();
         let mut rendered = String::with_capacity(CHUNK);
-        let mut buf = vec![0u8; CHUNK];
-        let mut records = Vec::new();
+        let mut buf = vec![0u8; PARALLEL_CHUNK];
+        let mut batch = RecordBatch::new();
         let mut read_error = None;
         let outcome = (|| -> Result<()> {
             loop {
@@ -199,8 +212,8 @@ fn check_parallel(
                         break;
                     }
                 };
-                checker.split(&buf[..n], &mut records);
-                order.send(&job_tx, &mut records, false)?;
+                checker.split_batch(&buf[..n], &mut batch);
+                order.send(&job_tx, &mut batch)?;
                 order.drain(&done_rx, &mut checker, &mut rendered, false);
                 if rendered.len() >= CHUNK / 2 {
                     stdout.write_all(rendered.as_bytes())?;
@@ -208,9 +221,9 @@ fn check_parallel(
                 }
             }
             if read_error.is_none() {
-                checker.split_finish(&mut records);
+                checker.split_finish_batch(&mut batch);
             }
-            order.send(&job_tx, &mut records, true)?;
+            order.send(&job_tx, &mut batch)?;
             Ok(())
         })();
         // No more work: the workers end once the queue is empty.
@@ -228,7 +241,7 @@ fn check_parallel(
     })
 }
 
-/// Batches records for the workers and puts their results back in order.
+/// Hands batches to the workers and puts their results back in order.
 #[derive(Default)]
 struct InOrder {
     /// The next batch number to hand out.
@@ -236,36 +249,21 @@ struct InOrder {
     /// The next batch number to render.
     next: u64,
     /// Results that came back before their turn.
-    early: BTreeMap<u64, Vec<ToolResult>>,
+    early: BTreeMap<u64, Judged>,
+    /// Emptied batches, for reuse.
+    spare: Vec<RecordBatch>,
 }
 
 impl InOrder {
-    /// Hands out full batches from `records` (all of them when `last`).
-    fn send(
-        &mut self,
-        jobs: &mpsc::SyncSender<Job>,
-        records: &mut Vec<RawRecord>,
-        last: bool,
-    ) -> Result<()> {
-        while !records.is_empty() {
-            let mut bytes = 0;
-            let mut take = 0;
-            for r in records.iter().take(BATCH_RECORDS) {
-                if take > 0 && bytes + r.bytes.len() > BATCH_BYTES {
-                    break;
-                }
-                bytes += r.bytes.len();
-                take += 1;
-            }
-            if take == records.len() && take < BATCH_RECORDS && bytes < BATCH_BYTES && !last {
-                // Wait for more records to fill the batch.
-                return Ok(());
-            }
-            let batch: Vec<RawRecord> = records.drain(..take).collect();
-            jobs.send((self.sent, batch))
-                .map_err(|_| anyhow::anyhow!("admission workers stopped"))?;
-            self.sent += 1;
+    /// Hands out `batch` when it holds records (a spare takes its place).
+    fn send(&mut self, jobs: &mpsc::SyncSender<Job>, batch: &mut RecordBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
         }
+        let full = std::mem::replace(batch, self.spare.pop().unwrap_or_default());
+        jobs.send((self.sent, full))
+            .map_err(|_| anyhow::anyhow!("admission workers stopped"))?;
+        self.sent += 1;
         Ok(())
     }
 
@@ -279,9 +277,14 @@ impl InOrder {
         all: bool,
     ) {
         loop {
-            while let Some(results) = self.early.remove(&self.next) {
-                for r in &results {
-                    checker.render(r, out);
+            while let Some(judged) = self.early.remove(&self.next) {
+                match judged {
+                    Judged::Jsonl(text, tally) => checker.add_jsonl(tally, &text, out),
+                    Judged::Results(results) => {
+                        for r in &results {
+                            checker.render(r, out);
+                        }
+                    }
                 }
                 self.next += 1;
             }
@@ -293,10 +296,14 @@ impl InOrder {
             } else {
                 done.try_recv().ok()
             };
-            let Some((seq, results)) = received else {
+            let Some((seq, judged, spare)) = received else {
                 return;
             };
-            self.early.insert(seq, results);
+            self.early.insert(seq, judged);
+            // A few spares are enough; one grown by a huge record is dropped.
+            if self.spare.len() < 4 && spare.byte_capacity() <= 2 * PARALLEL_CHUNK {
+                self.spare.push(spare);
+            }
         }
     }
 }

@@ -37,6 +37,12 @@ mod sessions;
 mod state;
 mod view;
 
+/// The process allocator: mimalloc, much cheaper than the system allocator
+/// for the many small allocations of parsing JSON (`admission check` parses
+/// every record into a `serde_json::Value`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Runtime core for orchestrating AI coding agents: guarded lifecycle state,
 /// supervised agent legs, admission of MCP tools, sandboxes and plugins.
 #[derive(Debug, Parser)]

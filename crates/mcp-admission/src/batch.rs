@@ -922,15 +922,31 @@ pub fn judge_record_as(record: &RawRecord, format: OutputFormat) -> ToolResult {
 /// Judges one record; `explained` adds the message and detail of a denial
 /// (JSON Lines output needs neither).
 fn judge_record_with(record: &RawRecord, explained: bool) -> ToolResult {
-    let line = Some(record.line);
-    let index = record.index;
-    if let Some(why) = &record.broken {
-        return ToolResult::error(None, line, index, why.clone());
+    judge_bytes(
+        &record.bytes,
+        record.line,
+        record.index,
+        record.broken.as_deref(),
+        explained,
+    )
+}
+
+/// [`judge_record_with`] on a record's parts.
+fn judge_bytes(
+    bytes: &[u8],
+    record_line: usize,
+    index: usize,
+    broken: Option<&str>,
+    explained: bool,
+) -> ToolResult {
+    let line = Some(record_line);
+    if let Some(why) = broken {
+        return ToolResult::error(None, line, index, why.to_owned());
     }
-    let (parsed, deep) = match parse_record(&record.bytes) {
+    let (parsed, deep) = match parse_record(bytes) {
         Ok(parsed) => parsed,
         Err(e) => {
-            let at_line = record.line + e.line().saturating_sub(1);
+            let at_line = record_line + e.line().saturating_sub(1);
             return ToolResult::error(
                 None,
                 Some(at_line),
@@ -1013,6 +1029,99 @@ fn judge_envelope(
     }
 }
 
+/// Records split from the input and packed into one buffer, to be judged
+/// elsewhere (on a worker thread, say): one allocation per batch rather
+/// than per record. Fill it with [`Checker::split_batch`], judge it with
+/// [`RecordBatch::judge`] or [`RecordBatch::judge_jsonl`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordBatch {
+    bytes: Vec<u8>,
+    records: Vec<Span>,
+}
+
+/// Where one record of a [`RecordBatch`] is, and what is known of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Span {
+    end: usize,
+    line: usize,
+    index: usize,
+    broken: Option<String>,
+}
+
+impl RecordBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of records.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// True when it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The bytes of all its records.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The bytes its buffer holds without growing.
+    pub fn byte_capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+
+    /// Empties it, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.records.clear();
+    }
+
+    fn push(&mut self, r: &RawRecord) {
+        self.bytes.extend_from_slice(&r.bytes);
+        self.records.push(Span {
+            end: self.bytes.len(),
+            line: r.line,
+            index: r.index,
+            broken: r.broken.clone(),
+        });
+    }
+
+    /// Each record's bytes with its span.
+    fn each(&self) -> impl Iterator<Item = (&[u8], &Span)> {
+        let mut start = 0;
+        self.records.iter().map(move |span| {
+            let bytes = self.bytes.get(start..span.end).unwrap_or_default();
+            start = span.end;
+            (bytes, span)
+        })
+    }
+
+    /// Judges every record as a [`Checker`] writing `format` does, in order
+    /// (hand the results to [`Checker::render`]).
+    pub fn judge(&self, format: OutputFormat) -> Vec<ToolResult> {
+        let explained = format != OutputFormat::Jsonl;
+        self.each()
+            .map(|(bytes, s)| judge_bytes(bytes, s.line, s.index, s.broken.as_deref(), explained))
+            .collect()
+    }
+
+    /// Judges every record and renders it as JSON Lines into `out`, in
+    /// order; returns the counts (hand both to [`Checker::add_jsonl`]).
+    pub fn judge_jsonl(&self, out: &mut String) -> Tally {
+        let mut tally = Tally::default();
+        for (bytes, s) in self.each() {
+            let result = judge_bytes(bytes, s.line, s.index, s.broken.as_deref(), false);
+            tally.add(&result);
+            render_jsonl(&result, out);
+        }
+        tally
+    }
+}
+
 /// Splits, judges and renders a stream; the I/O-free heart of the CLI.
 #[derive(Debug)]
 pub struct Checker {
@@ -1089,6 +1198,33 @@ impl Checker {
     pub fn split(&mut self, chunk: &[u8], records: &mut Vec<RawRecord>) {
         self.splitter
             .feed(chunk, &mut |record| records.push(record.clone()));
+    }
+
+    /// Splits a chunk into records packed into `batch` (appended), for a
+    /// caller that judges them elsewhere with [`RecordBatch::judge`] (then
+    /// [`Self::render`] in input order) or [`RecordBatch::judge_jsonl`]
+    /// (then [`Self::add_jsonl`] in input order).
+    pub fn split_batch(&mut self, chunk: &[u8], batch: &mut RecordBatch) {
+        self.splitter.feed(chunk, &mut |record| batch.push(record));
+    }
+
+    /// Ends the input of [`Self::split_batch`]: the last records, if any.
+    pub fn split_finish_batch(&mut self, batch: &mut RecordBatch) {
+        self.splitter.finish(&mut |record| batch.push(record));
+    }
+
+    /// Counts and writes a batch judged and rendered by
+    /// [`RecordBatch::judge_jsonl`] (batches must come in input order).
+    /// Only for a checker writing JSON Lines: any other format renders
+    /// [`RecordBatch::judge`]'s results with [`Self::render`]; here the
+    /// batch is then counted and its lines left out.
+    pub fn add_jsonl(&mut self, counts: Tally, rendered: &str, out: &mut String) {
+        self.tally.admitted += counts.admitted;
+        self.tally.denied += counts.denied;
+        self.tally.errors += counts.errors;
+        if self.renderer.format == OutputFormat::Jsonl {
+            out.push_str(rendered);
+        }
     }
 
     /// Ends the input of [`Self::split`]: the last records, if any.
@@ -1229,27 +1365,7 @@ impl Renderer {
                     table_row(out, [&id, &name, verdict, reason], &r.detail);
                 }
             }
-            OutputFormat::Jsonl => {
-                out.push_str("{\"id\":");
-                push_id(out, r.id.as_ref());
-                if let Some(error) = &r.error {
-                    out.push_str(",\"error\":");
-                    let at = r.line.map(|l| format!("line {l}: ")).unwrap_or_default();
-                    push_json_string(out, &format!("{at}{error}"));
-                } else {
-                    out.push_str(",\"name\":");
-                    push_json_string(out, &r.name);
-                    match r.reason {
-                        Some(reason) => {
-                            out.push_str(",\"verdict\":\"deny\",\"reason\":\"");
-                            out.push_str(reason.as_str());
-                            out.push('"');
-                        }
-                        None => out.push_str(",\"verdict\":\"allow\",\"reason\":null"),
-                    }
-                }
-                out.push_str("}\n");
-            }
+            OutputFormat::Jsonl => render_jsonl(r, out),
             OutputFormat::Sarif => self.sarif_record(r, out),
         }
     }
@@ -1326,6 +1442,29 @@ impl Renderer {
     }
 }
 
+/// One JSON Lines verdict (or error record).
+fn render_jsonl(r: &ToolResult, out: &mut String) {
+    out.push_str("{\"id\":");
+    push_id(out, r.id.as_ref());
+    if let Some(error) = &r.error {
+        out.push_str(",\"error\":");
+        let at = r.line.map(|l| format!("line {l}: ")).unwrap_or_default();
+        push_json_string(out, &format!("{at}{error}"));
+    } else {
+        out.push_str(",\"name\":");
+        push_json_string(out, &r.name);
+        match r.reason {
+            Some(reason) => {
+                out.push_str(",\"verdict\":\"deny\",\"reason\":\"");
+                out.push_str(reason.as_str());
+                out.push('"');
+            }
+            None => out.push_str(",\"verdict\":\"allow\",\"reason\":null"),
+        }
+    }
+    out.push_str("}\n");
+}
+
 fn sarif_rule(r: Reason) -> Value {
     serde_json::json!({
         "id": r.as_str(),
@@ -1370,19 +1509,29 @@ fn push_id(out: &mut String, id: Option<&Value>) {
 /// Appends `s` as a JSON string literal.
 fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
+    let mut rest = s;
+    // Runs without anything to escape are copied whole.
+    while let Some(i) = rest
+        .bytes()
+        .position(|b| b == b'"' || b == b'\\' || b < 0x20)
+    {
+        let (plain, tail) = rest.split_at(i);
+        out.push_str(plain);
+        let mut tail = tail.chars();
+        match tail.next() {
+            Some('"') => out.push_str("\\\""),
+            Some('\\') => out.push_str("\\\\"),
+            Some('\n') => out.push_str("\\n"),
+            Some('\r') => out.push_str("\\r"),
+            Some('\t') => out.push_str("\\t"),
+            Some(c) => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
-            c => out.push(c),
+            None => {}
         }
+        rest = tail.as_str();
     }
+    out.push_str(rest);
     out.push('"');
 }
 

@@ -165,3 +165,67 @@ fn judging_threads_keep_the_output_in_input_order() {
         }
     }
 }
+
+/// With several judging threads: a record larger than one read, a record
+/// nested 600 deep, odd records between, and a `tools/list` result all get
+/// the single-threaded output, and the exit status counts every batch.
+#[test]
+fn judging_threads_take_large_deep_and_listed_records() {
+    let huge_enum: String = (0..40_000)
+        .map(|i| format!(r#""value-{i:06}""#))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut deep = String::from(r#"{"type": "string"}"#);
+    for _ in 0..600 {
+        deep = format!(r#"{{"type": "object", "properties": {{"a": {deep}}}}}"#);
+    }
+    let mut lines = Vec::new();
+    for i in 0..400 {
+        lines.push(match i % 100 {
+            10 => format!(
+                r#"{{"id": {i}, "name": "exec", "inputSchema": {{"type": "object", "additionalProperties": false, "properties": {{"mode": {{"type": "string", "enum": [{huge_enum}]}}}}}}}}"#
+            ),
+            20 => format!(r#"{{"id": {i}, "name": "bash", "inputSchema": {deep}}}"#),
+            30 => format!(r#"{{"id": {i}, "name": "notebook", "inputSchema": {deep}}}"#),
+            40 => "[1, 2]".to_owned(),
+            _ => format!(
+                r#"{{"id": {i}, "name": "search", "inputSchema": {{"type": "object", "properties": {{"q": {{"type": "string"}}}}}}}}"#
+            ),
+        });
+    }
+    let jsonl = lines.join("\n") + "\n";
+    let listed = format!(
+        r#"{{"jsonrpc": "2.0", "id": 1, "result": {{"tools": [{}]}}}}"#,
+        lines.join(",\n")
+    );
+    for input in [&jsonl, &listed] {
+        for format in ["jsonl", "table", "sarif"] {
+            let serial = check(&["-", "--format", format, "--jobs", "1"], input);
+            assert_eq!(serial.status.code(), Some(2), "{format}");
+            let parallel = check(&["-", "--format", format, "--jobs", "2"], input);
+            assert_eq!(parallel.status.code(), Some(2), "{format}");
+            assert!(
+                parallel.stdout == serial.stdout,
+                "{format}: output differs from --jobs 1"
+            );
+        }
+    }
+    let out = check(&["-", "--format", "jsonl", "--jobs", "2"], &jsonl);
+    let verdicts: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    assert_eq!(verdicts.len(), 400);
+    for (i, v) in verdicts.iter().enumerate() {
+        let expect = match i % 100 {
+            // The 600-deep schemas are judged, not refused.
+            20 => Some("deny"),
+            40 => None,
+            _ => Some("allow"),
+        };
+        match expect {
+            Some(verdict) => assert_eq!(v["verdict"], verdict, "record {i}: {v}"),
+            None => assert!(v["error"].is_string(), "record {i}: {v}"),
+        }
+    }
+}

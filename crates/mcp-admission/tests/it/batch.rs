@@ -2,8 +2,8 @@
 
 use mcp_admission::Reason;
 use mcp_admission::batch::{
-    Checker, EXIT_ADMITTED, EXIT_DENIED, EXIT_UNREADABLE, OutputFormat, RawRecord, ToolResult,
-    check_text, exit_code, judge_record_as, render,
+    Checker, EXIT_ADMITTED, EXIT_DENIED, EXIT_UNREADABLE, OutputFormat, RawRecord, RecordBatch,
+    ToolResult, check_text, exit_code, judge_record_as, render,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -292,6 +292,42 @@ fn split_judge_render_is_feed() {
                 let tally = split.finish_rendered(&mut out);
                 assert_eq!(out, expected, "{format:?}, chunk {chunk}: {input}");
                 assert_eq!(tally, expected_tally);
+
+                // Packed batches, one per chunk, judged out of order.
+                let mut packed = Checker::new(format, Some("tools.json"));
+                let mut batches = Vec::new();
+                for piece in input.as_bytes().chunks(chunk) {
+                    let mut batch = RecordBatch::new();
+                    packed.split_batch(piece, &mut batch);
+                    batches.push(batch);
+                }
+                let mut last = RecordBatch::new();
+                packed.split_finish_batch(&mut last);
+                batches.push(last);
+                assert_eq!(
+                    batches.iter().map(RecordBatch::len).sum::<usize>(),
+                    records.len()
+                );
+                let judged: Vec<_> = batches
+                    .iter()
+                    .rev()
+                    .map(|b| {
+                        let mut text = String::new();
+                        let counts = b.judge_jsonl(&mut text);
+                        (b.judge(format), text, counts)
+                    })
+                    .collect();
+                let mut out = String::new();
+                for (results, text, counts) in judged.iter().rev() {
+                    if format == OutputFormat::Jsonl {
+                        packed.add_jsonl(*counts, text, &mut out);
+                    } else {
+                        results.iter().for_each(|r| packed.render(r, &mut out));
+                    }
+                }
+                let tally = packed.finish_rendered(&mut out);
+                assert_eq!(out, expected, "packed {format:?}, chunk {chunk}: {input}");
+                assert_eq!(tally, expected_tally);
             }
         }
     }
@@ -504,4 +540,37 @@ fn a_raw_value_key_is_an_ordinary_key() {
         Some(json!({"$serde_json::private::RawValue": "1"}))
     );
     assert_eq!(results[2].reason, None);
+}
+
+#[test]
+fn json_lines_escape_names_as_json() {
+    for name in [
+        "plain",
+        "q\"uote",
+        "back\\slash",
+        "new\nline\r\t",
+        "ctl\u{1}\u{1f}",
+        "ünï \u{1F600}",
+        "\"",
+        "",
+    ] {
+        let text = format!("{}\n", json!({"id": name, "name": name}));
+        let out = render(&check_text(&text), OutputFormat::Jsonl, None);
+        let line: Value = serde_json::from_str(out.trim_end()).expect("json");
+        assert_eq!(line["name"], name, "{out}");
+        assert_eq!(line["id"], name, "{out}");
+    }
+    // An error message is escaped too.
+    let out = render(
+        &check_text("{\"name\": \"a\u{1}\" x\n"),
+        OutputFormat::Jsonl,
+        None,
+    );
+    let line: Value = serde_json::from_str(out.trim_end()).expect("json");
+    assert!(
+        line["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not json")),
+        "{out}"
+    );
 }
