@@ -265,3 +265,51 @@ async fn an_extra_root_that_is_not_a_certificate_fails_closed_before_connecting(
         "a refused setup was connected from"
     );
 }
+
+/// A CA certificate (PEM) made once for the property test.
+fn shared_ca_pem() -> &'static str {
+    static PEM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PEM.get_or_init(|| Ca::new("proptest ca").pem())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    // Whatever an extra root holds, if it is not a certificate the pool
+    // refuses https as a setup failure, never connecting and never
+    // dropping the root to go on with the others: text without a PEM
+    // block, and PEM framing around anything that is not a certificate.
+    #[test]
+    fn a_malformed_extra_root_always_fails_closed_before_connecting(
+        body in "[A-Za-z0-9+/=\n]{0,300}",
+        framed in proptest::bool::ANY,
+        good_first in proptest::bool::ANY,
+    ) {
+        let bad = if framed {
+            format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n")
+        } else {
+            body
+        };
+        let roots = if good_first {
+            vec![shared_ca_pem().to_owned(), bad]
+        } else {
+            vec![bad, shared_ca_pem().to_owned()]
+        };
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let e = runtime.block_on(async {
+            let pool = McpPool::new(tls_config(&roots));
+            pool.add_server("secure", json!({"url": format!("https://127.0.0.1:{port}/mcp")}));
+            pool.list_tools("secure").await.unwrap_err()
+        });
+        proptest::prop_assert!(
+            matches!(e, Error::Tls { reason: TlsFailure::Setup, .. }),
+            "{}", e
+        );
+        listener.set_nonblocking(true).expect("nonblocking");
+        proptest::prop_assert!(listener.accept().is_err(), "a refused setup was connected from");
+    }
+}
