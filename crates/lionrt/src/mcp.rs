@@ -63,8 +63,9 @@ pub(crate) struct CommonArgs {
     #[arg(long = "allow-host", value_name = "HOST")]
     allow_hosts: Vec<String>,
     /// Also allow plain `http://` URLs to loopback hosts (`localhost`,
-    /// `127.0.0.0/8`, `::1`). This build speaks no TLS, so an `https` server
-    /// is refused as unsupported: local servers are the ones reachable.
+    /// `127.0.0.0/8`, `::1`). `https` servers need no flag: their
+    /// certificates are checked against the system's roots, or against
+    /// those in `SSL_CERT_FILE` / `SSL_CERT_DIR` when either is set.
     #[arg(long)]
     allow_loopback_http: bool,
     /// Seconds a server gets to answer `initialize`.

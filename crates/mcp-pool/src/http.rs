@@ -88,9 +88,9 @@ fn transport_config(
 }
 
 /// The rustls client config: the ring provider, TLS 1.2 and 1.3, and the
-/// platform's verifier (the system's roots, as rustls-native-certs finds
-/// them, `SSL_CERT_FILE` and `SSL_CERT_DIR` included) with the configured
-/// extra roots added. There is no switch that skips verification.
+/// platform's verifier (the system's roots as rustls-native-certs finds
+/// them, or those of `SSL_CERT_FILE` / `SSL_CERT_DIR` when set) with the
+/// configured extra roots added. There is no switch that skips verification.
 fn tls_config(security: &SecurityConfig) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut extra = Vec::new();

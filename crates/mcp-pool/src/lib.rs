@@ -86,8 +86,9 @@
 //!   C and assembly build; native-tls would tie the binary to the system's
 //!   OpenSSL.
 //! - **Roots:** the platform's, through rustls-platform-verifier (on Linux
-//!   the system's CA bundle as rustls-native-certs finds it, `SSL_CERT_FILE`
-//!   and `SSL_CERT_DIR` included), plus
+//!   the system's CA bundle as rustls-native-certs finds it, or only the
+//!   certificates in `SSL_CERT_FILE` / `SSL_CERT_DIR` when either is set),
+//!   plus
 //!   [`SecurityConfig::extra_tls_roots_pem`] for a private or test CA. An
 //!   extra root that holds no certificate, or no root at all, refuses every
 //!   https connection ([`TlsFailure::Setup`]) rather than being skipped.
