@@ -204,19 +204,19 @@ fn chunks(n: usize) -> impl Iterator<Item = (usize, usize)> {
     })
 }
 
-/// `head` followed by `rows` groups of `cols` placeholders and `tail`,
+/// `head` followed by `rows` value groups, row `r` written by `group(r)`
+/// (numbered parameters, so a value shared by every row is bound once),
 /// built once per (statement, size).
 fn multi_row(
     cache: &'static std::sync::OnceLock<[String; 4]>,
     head: &str,
-    cols: usize,
-    tail: &str,
+    group: fn(usize) -> String,
     rows: usize,
 ) -> &'static str {
     let all = cache.get_or_init(|| {
         CHUNKS.map(|n| {
-            let group = format!("({})", vec!["?"; cols].join(", "));
-            format!("{head} {}{tail}", vec![group; n].join(", "))
+            let groups: Vec<String> = (0..n).map(group).collect();
+            format!("{head} {}", groups.join(", "))
         })
     });
     let i = CHUNKS.iter().position(|&c| c == rows).unwrap_or(3);
@@ -230,22 +230,28 @@ fn write_events(
     session_id: &str,
 ) -> Result<(), StoreError> {
     static SQL: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
-    let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(2 * CHUNKS[0]);
+    let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(1 + CHUNKS[0]);
+    let mut held: Option<(usize, rusqlite::CachedStatement<'_>)> = None;
     for (start, len) in chunks(uuids.len()) {
-        let sql = multi_row(
-            &SQL,
-            "INSERT OR IGNORE INTO mirror_events (event_uuid, session_id) VALUES",
-            2,
-            "",
-            len,
-        );
+        let stmt = match &mut held {
+            Some((n, stmt)) if *n == len => stmt,
+            _ => {
+                // ?1 is the session; row r's uuid is ?(2 + r).
+                let sql = multi_row(
+                    &SQL,
+                    "INSERT OR IGNORE INTO mirror_events (event_uuid, session_id) VALUES",
+                    |r| format!("(?{}, ?1)", 2 + r),
+                    len,
+                );
+                &mut held.insert((len, tx.prepare_cached(sql)?)).1
+            }
+        };
         params.clear();
+        params.push(&session_id);
         for u in &uuids[start..start + len] {
             params.push(u);
-            params.push(&session_id);
         }
-        tx.prepare_cached(sql)?
-            .execute(rusqlite::params_from_iter(params.iter()))?;
+        stmt.execute(rusqlite::params_from_iter(params.iter()))?;
     }
     Ok(())
 }
@@ -400,21 +406,37 @@ struct Appends<'a> {
     last: Option<&'a str>,
 }
 
+impl<'a> Appends<'a> {
+    /// `rows` were all inserted and appended at `next..`.
+    fn record(&mut self, rows: &'a [MirrorMessage]) {
+        for m in rows {
+            self.newest = Some(self.newest.map_or(m.created_at, |n| n.max(m.created_at)));
+        }
+        self.next += rows.len() as i64;
+        if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
+            self.first.get_or_insert(first.id.as_str());
+            self.last = Some(last.id.as_str());
+        }
+    }
+}
+
 /// Upserts the messages, appends them to the progression (deduplicated),
 /// moves the branch's first/last pointers and the liveness clock.
 ///
-/// Rows go 64 (16, 4) at a time in multi-row `INSERT OR IGNORE`s inside a
-/// savepoint: when every row of a chunk was new (the mirror's usual case)
-/// the chunk is done in two statements; otherwise it is rolled back to the
-/// savepoint and written one row at a time, which tells new rows from
-/// existing ones (updated in place) and keeps positions dense.
+/// The usual case is a batch of rows that are all new: it is written
+/// under one savepoint in multi-row `INSERT OR IGNORE`s (64, 16, 4 rows
+/// each), and each statement's change count proves every row of it was
+/// new. When one was not (a re-read, a second writer, an id repeated in
+/// the batch), the batch is rolled back to that savepoint and written by
+/// [`write_chunks`], which tells new rows from existing ones (updated in
+/// place) and keeps positions dense. One savepoint per batch instead of
+/// one per chunk: every chunk's savepoint copied the pages the previous
+/// chunk had just written into the statement journal again.
 fn write_messages(
     tx: &Transaction<'_>,
     batch: &MirrorBatch<'_>,
     w: &mut MirrorWrite,
 ) -> Result<(), StoreError> {
-    static MESSAGES: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
-    static ITEMS: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
     if batch.messages.is_empty() {
         return Ok(());
     }
@@ -428,61 +450,20 @@ fn write_messages(
         first: None,
         last: None,
     };
-    for (start, len) in chunks(batch.messages.len()) {
-        let rows = &batch.messages[start..start + len];
-        if len > 1 {
-            tx.prepare_cached("SAVEPOINT mirror_chunk")?.execute([])?;
-            let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(6 * len);
-            for m in rows {
-                params.extend_from_slice(&[
-                    &m.id as &dyn rusqlite::ToSql,
-                    &s.session_id,
-                    &s.branch_id,
-                    &m.role,
-                    &m.content,
-                    &m.created_at,
-                ]);
-            }
-            let sql = multi_row(
-                &MESSAGES,
-                "INSERT OR IGNORE INTO messages (id, session_id, branch_id, role, content, created_at) VALUES",
-                6,
-                "",
-                len,
-            );
-            let inserted = tx
-                .prepare_cached(sql)?
-                .execute(rusqlite::params_from_iter(params.iter()))?;
-            let positions: Vec<i64> = (0..len as i64).map(|i| at.next + i).collect();
-            let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(3 * len);
-            for (m, p) in rows.iter().zip(&positions) {
-                params.extend_from_slice(&[&s.progression_id as &dyn rusqlite::ToSql, &m.id, p]);
-            }
-            let sql = multi_row(
-                &ITEMS,
-                "INSERT OR IGNORE INTO progression_items (progression_id, message_id, position) VALUES",
-                3,
-                "",
-                len,
-            );
-            let appended = tx
-                .prepare_cached(sql)?
-                .execute(rusqlite::params_from_iter(params.iter()))?;
-            if inserted == len && appended == len {
-                tx.prepare_cached("RELEASE mirror_chunk")?.execute([])?;
-                w.messages_added += len;
-                for m in rows {
-                    at.newest = Some(at.newest.map_or(m.created_at, |n| n.max(m.created_at)));
-                }
-                at.next += len as i64;
-                at.first.get_or_insert(rows[0].id.as_str());
-                at.last = Some(rows[len - 1].id.as_str());
-                continue;
-            }
-            tx.prepare_cached("ROLLBACK TO mirror_chunk")?.execute([])?;
-            tx.prepare_cached("RELEASE mirror_chunk")?.execute([])?;
-        }
-        rows_one_by_one(tx, s, rows, w, &mut at)?;
+    tx.prepare_cached("SAVEPOINT mirror_batch")?.execute([])?;
+    if append_all_new(tx, s, batch.messages, &mut at)? {
+        tx.prepare_cached("RELEASE mirror_batch")?.execute([])?;
+        w.messages_added += batch.messages.len();
+    } else {
+        tx.prepare_cached("ROLLBACK TO mirror_batch")?.execute([])?;
+        tx.prepare_cached("RELEASE mirror_batch")?.execute([])?;
+        at = Appends {
+            next: first_position,
+            newest: None,
+            first: None,
+            last: None,
+        };
+        write_chunks(tx, s, batch.messages, w, &mut at)?;
     }
     if at.next != first_position {
         tx.prepare_cached("UPDATE progressions SET next_position = ?2 WHERE id = ?1")?
@@ -499,6 +480,133 @@ fn write_messages(
             "UPDATE branches SET first_msg_id = COALESCE(first_msg_id, ?2), last_msg_id = ?3 WHERE id = ?1",
         )?
         .execute(params![s.branch_id, first, last])?;
+    }
+    Ok(())
+}
+
+/// Inserts `rows` and appends them at `at.next..` in multi-row
+/// statements, as long as every row of every statement is new. Returns
+/// false at the first statement that met an existing row (the caller
+/// rolls back what this wrote). The statements of one size are fetched
+/// from the cache once and run for every chunk of that size.
+fn append_all_new<'a>(
+    tx: &Transaction<'_>,
+    s: &MirrorSession,
+    rows: &'a [MirrorMessage],
+    at: &mut Appends<'a>,
+) -> Result<bool, StoreError> {
+    let mut held: Option<(usize, ChunkStatements<'_>)> = None;
+    for (start, len) in chunks(rows.len()) {
+        let chunk = &rows[start..start + len];
+        let stmts = match &mut held {
+            Some((n, stmts)) if *n == len => stmts,
+            _ => &mut held.insert((len, ChunkStatements::new(tx, len)?)).1,
+        };
+        if !stmts.insert(s, chunk, at.next)? {
+            return Ok(false);
+        }
+        at.record(chunk);
+    }
+    Ok(true)
+}
+
+/// The multi-row insert into messages and append to progression_items
+/// for chunks of one size.
+struct ChunkStatements<'c> {
+    messages: rusqlite::CachedStatement<'c>,
+    items: rusqlite::CachedStatement<'c>,
+}
+
+impl<'c> ChunkStatements<'c> {
+    fn new(tx: &'c Transaction<'_>, len: usize) -> Result<Self, StoreError> {
+        static MESSAGES: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
+        static ITEMS: std::sync::OnceLock<[String; 4]> = std::sync::OnceLock::new();
+        // ?1 session, ?2 branch; row r: id, role, content, created_at at
+        // ?(3 + 4r)..?(6 + 4r).
+        let messages = multi_row(
+            &MESSAGES,
+            "INSERT OR IGNORE INTO messages (id, session_id, branch_id, role, content, created_at) VALUES",
+            |r| {
+                let p = 3 + 4 * r;
+                format!("(?{p}, ?1, ?2, ?{}, ?{}, ?{})", p + 1, p + 2, p + 3)
+            },
+            len,
+        );
+        // ?1 progression, ?2 the first position; row r: message id ?(3 + r)
+        // at position ?2 + r.
+        let items = multi_row(
+            &ITEMS,
+            "INSERT OR IGNORE INTO progression_items (progression_id, message_id, position) VALUES",
+            |r| format!("(?1, ?{}, ?2 + {r})", 3 + r),
+            len,
+        );
+        Ok(ChunkStatements {
+            messages: tx.prepare_cached(messages)?,
+            items: tx.prepare_cached(items)?,
+        })
+    }
+
+    /// Inserts `rows` (as many as this statement's size) and appends them
+    /// at positions `next..`; true when every row was new in both tables.
+    fn insert(
+        &mut self,
+        s: &MirrorSession,
+        rows: &[MirrorMessage],
+        next: i64,
+    ) -> Result<bool, StoreError> {
+        let len = rows.len();
+        let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(2 + 4 * len);
+        params.extend_from_slice(&[&s.session_id as &dyn rusqlite::ToSql, &s.branch_id]);
+        for m in rows {
+            params.extend_from_slice(&[
+                &m.id as &dyn rusqlite::ToSql,
+                &m.role,
+                &m.content,
+                &m.created_at,
+            ]);
+        }
+        let inserted = self
+            .messages
+            .execute(rusqlite::params_from_iter(params.iter()))?;
+        if inserted != len {
+            return Ok(false);
+        }
+        params.clear();
+        params.extend_from_slice(&[&s.progression_id as &dyn rusqlite::ToSql, &next]);
+        for m in rows {
+            params.push(&m.id);
+        }
+        let appended = self
+            .items
+            .execute(rusqlite::params_from_iter(params.iter()))?;
+        Ok(appended == len)
+    }
+}
+
+/// The careful path: each chunk under its own savepoint, multi-row when
+/// every row of it is new, else rolled back to the savepoint and written
+/// one row at a time.
+fn write_chunks<'a>(
+    tx: &Transaction<'_>,
+    s: &MirrorSession,
+    rows: &'a [MirrorMessage],
+    w: &mut MirrorWrite,
+    at: &mut Appends<'a>,
+) -> Result<(), StoreError> {
+    for (start, len) in chunks(rows.len()) {
+        let chunk = &rows[start..start + len];
+        if len > 1 {
+            tx.prepare_cached("SAVEPOINT mirror_chunk")?.execute([])?;
+            if ChunkStatements::new(tx, len)?.insert(s, chunk, at.next)? {
+                tx.prepare_cached("RELEASE mirror_chunk")?.execute([])?;
+                w.messages_added += len;
+                at.record(chunk);
+                continue;
+            }
+            tx.prepare_cached("ROLLBACK TO mirror_chunk")?.execute([])?;
+            tx.prepare_cached("RELEASE mirror_chunk")?.execute([])?;
+        }
+        rows_one_by_one(tx, s, chunk, w, at)?;
     }
     Ok(())
 }

@@ -185,7 +185,7 @@ pub(crate) fn line(
                     Some("text") => match b.text {
                         Some(t) => {
                             batch.push(
-                                st.timed_id(at, &[&key, &i.to_string()]),
+                                st.timed_id(at, &[&key, crate::parse::decimal(i, &mut [0; 20])]),
                                 role,
                                 object1(text_key, t),
                                 at,
@@ -203,7 +203,7 @@ pub(crate) fn line(
                             st.tools.insert(call.to_owned(), name.to_owned());
                         }
                         let id = if call.is_empty() {
-                            st.timed_id(at, &[&key, &i.to_string()])
+                            st.timed_id(at, &[&key, crate::parse::decimal(i, &mut [0; 20])])
                         } else {
                             st.id(&["call", call])
                         };
@@ -223,7 +223,7 @@ pub(crate) fn line(
                             b.is_error.unwrap_or(false),
                         );
                         batch.push(
-                            st.timed_id(at, &[&key, &i.to_string()]),
+                            st.timed_id(at, &[&key, crate::parse::decimal(i, &mut [0; 20])]),
                             "action",
                             content,
                             at,

@@ -135,7 +135,7 @@ pub(crate) fn line(
                         skipped_blocks += 1;
                         continue;
                     }
-                    let id = st.timed_id(at, &[&key, &i.to_string()]);
+                    let id = st.timed_id(at, &[&key, crate::parse::decimal(i, &mut [0; 20])]);
                     batch.push(id, role, object1(text_key, t), at + i as i64);
                 }
             }

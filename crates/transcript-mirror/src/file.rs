@@ -180,7 +180,7 @@ pub(crate) fn mirror_file(
     let initial = run.st.offset;
     let mut consumed = initial;
     loop {
-        let line = lines
+        let (line, bytes) = lines
             .next_line(&mut buf)
             .map_err(|e| MirrorError::io(path, e))?;
         match line {
@@ -188,8 +188,8 @@ pub(crate) fn mirror_file(
             Line::Complete { start, end } => {
                 consumed = end;
                 run.report.stats.lines += 1;
-                if !buf.iter().all(u8::is_ascii_whitespace) {
-                    handle(run.st, &mut run.batch, &mut run.report.stats, &buf, start);
+                if !bytes.iter().all(u8::is_ascii_whitespace) {
+                    handle(run.st, &mut run.batch, &mut run.report.stats, bytes, start);
                 }
             }
             Line::Oversized { start, end } => {
@@ -202,11 +202,11 @@ pub(crate) fn mirror_file(
                 // A line still being written is left for the next pass,
                 // unless it is already a whole JSON value (a writer that
                 // ended without a newline).
-                let whole = fits && serde_json::from_slice::<serde::de::IgnoredAny>(&buf).is_ok();
+                let whole = fits && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok();
                 if whole {
                     consumed = end;
                     run.report.stats.lines += 1;
-                    handle(run.st, &mut run.batch, &mut run.report.stats, &buf, start);
+                    handle(run.st, &mut run.batch, &mut run.report.stats, bytes, start);
                 } else {
                     run.report.tail_left = end - start;
                 }

@@ -173,11 +173,7 @@ impl FileState {
     /// The id of a tool call (referenced later by its result, so it cannot
     /// depend on the time).
     pub(crate) fn id(&self, parts: &[&str]) -> String {
-        let mut all = Vec::with_capacity(parts.len() + 2);
-        all.push(self.source.as_str());
-        all.push(self.session.session_id.as_str());
-        all.extend_from_slice(parts);
-        derive_id(&all)
+        self.with_prefix(parts, derive_id)
     }
 
     /// The id of an event's message: time-ordered (see
@@ -185,16 +181,43 @@ impl FileState {
     /// timestamp, which is as deterministic as the rest; a line without one
     /// gets the plain id (a borrowed time could differ between processes).
     pub(crate) fn timed_id(&self, at: i64, parts: &[&str]) -> String {
-        let mut all = Vec::with_capacity(parts.len() + 2);
-        all.push(self.source.as_str());
-        all.push(self.session.session_id.as_str());
-        all.extend_from_slice(parts);
         if self.stamped {
-            crate::ids::derive_timed_id(at, &all)
+            self.with_prefix(parts, |all| crate::ids::derive_timed_id(at, all))
         } else {
-            derive_id(&all)
+            self.with_prefix(parts, derive_id)
         }
     }
+
+    /// `f` of (source, session id, parts...), without a heap allocation
+    /// for the list (ids take at most a few parts).
+    fn with_prefix(&self, parts: &[&str], f: impl FnOnce(&[&str]) -> String) -> String {
+        let mut all = [""; 8];
+        let n = parts.len() + 2;
+        if n > all.len() {
+            let mut all = vec![self.source.as_str(), self.session.session_id.as_str()];
+            all.extend_from_slice(parts);
+            return f(&all);
+        }
+        all[0] = self.source.as_str();
+        all[1] = self.session.session_id.as_str();
+        all[2..n].copy_from_slice(parts);
+        f(&all[..n])
+    }
+}
+
+/// `n` in decimal, in `buf` (a block index, without a heap allocation).
+pub(crate) fn decimal(n: usize, buf: &mut [u8; 20]) -> &str {
+    let mut i = buf.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    std::str::from_utf8(&buf[i..]).unwrap_or("0")
 }
 
 /// Messages and event uuids gathered since the last write.

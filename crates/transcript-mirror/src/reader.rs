@@ -24,6 +24,9 @@ pub(crate) struct LineReader<R> {
     inner: R,
     pos: u64,
     max: usize,
+    /// Bytes of the line last handed out straight from `inner`'s buffer,
+    /// consumed at the next call.
+    pending: usize,
 }
 
 impl<R: BufRead> LineReader<R> {
@@ -32,14 +35,53 @@ impl<R: BufRead> LineReader<R> {
             inner,
             pos: offset,
             max: max_line_bytes,
+            pending: 0,
         }
     }
 
-    /// The next line into `buf` (cleared first). Memory stays bounded by the
-    /// cap whatever the input: an oversized line is counted, never buffered.
-    pub(crate) fn next_line(&mut self, buf: &mut Vec<u8>) -> io::Result<Line> {
+    /// The next line and its bytes (without `\n` or `\r\n`): a line that
+    /// lies whole in the reader's buffer is lent from there, uncopied;
+    /// one that straddles a refill is gathered in `buf` (cleared first), as
+    /// is a tail. Memory stays bounded by the cap whatever the input: an
+    /// oversized line is counted, never buffered (its bytes are empty).
+    pub(crate) fn next_line<'a>(
+        &'a mut self,
+        buf: &'a mut Vec<u8>,
+    ) -> io::Result<(Line, &'a [u8])> {
+        self.inner.consume(std::mem::take(&mut self.pending));
         buf.clear();
         let start = self.pos;
+        // The common case: the whole line is already buffered.
+        let max = self.max;
+        let whole = loop {
+            match self.inner.fill_buf() {
+                Ok(a) => {
+                    break memchr::memchr(b'\n', a)
+                        .filter(|&i| i <= max)
+                        .map(|i| (i, i > 0 && a[i - 1] == b'\r'));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some((i, cr)) = whole {
+            self.pending = i + 1;
+            self.pos += (i + 1) as u64;
+            let line = Line::Complete {
+                start,
+                end: self.pos,
+            };
+            // Still buffered: this returns the same bytes without a read.
+            let available = self.inner.fill_buf()?;
+            return Ok((line, &available[..i - usize::from(cr)]));
+        }
+        let line = self.gather(buf, start)?;
+        Ok((line, buf.as_slice()))
+    }
+
+    /// A line that is not whole in the buffer: copied into `buf` chunk by
+    /// chunk (or skipped past the cap).
+    fn gather(&mut self, buf: &mut Vec<u8>, start: u64) -> io::Result<Line> {
         let mut oversized = false;
         loop {
             let available = match self.inner.fill_buf() {
@@ -102,8 +144,9 @@ mod tests {
         let mut buf = Vec::new();
         let mut out = Vec::new();
         loop {
-            let l = r.next_line(&mut buf).expect("in-memory read");
-            out.push((l, buf.clone()));
+            let (l, bytes) = r.next_line(&mut buf).expect("in-memory read");
+            let bytes = bytes.to_vec();
+            out.push((l, bytes));
             if l == Line::Eof || matches!(l, Line::Tail { .. }) {
                 return out;
             }

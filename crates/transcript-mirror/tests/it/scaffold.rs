@@ -328,3 +328,57 @@ fn a_large_batch_mixing_new_existing_and_repeated_ids_keeps_each_id_once_in_orde
         expected.last().cloned()
     );
 }
+
+// contract: SQL-053
+#[test]
+fn a_new_message_already_listed_in_its_progression_is_not_listed_twice() {
+    let env = Env::new();
+    let s = scaffold("s-listed", Some("acme"));
+    assert_eq!(write(&env.store, &s, &[message("m0", 0)]).messages_added, 1);
+    // The progression already lists "orphan" (position 1) although the
+    // messages table has no such row. A batch of 20 rows, all new to the
+    // messages table, reaches it inside a 16-row statement: the message is
+    // inserted, its listing is not repeated, and the other 19 take the
+    // next positions in batch order, with no gap.
+    env.exec(&format!(
+        "INSERT INTO progression_items (progression_id, message_id, position)
+         VALUES ('{p}', 'orphan', 1);
+         UPDATE progressions SET next_position = 2 WHERE id = '{p}';",
+        p = s.progression_id
+    ));
+    let mut batch: Vec<MirrorMessage> = (0..20)
+        .map(|i| message(&format!("n{i:02}"), 10 + i))
+        .collect();
+    batch[9] = message("orphan", 19);
+    let w = write(&env.store, &s, &batch);
+    assert_eq!((w.messages_added, w.messages_updated), (20, 0));
+    assert_eq!(env.count("SELECT count(*) FROM messages"), 21);
+    let order: Vec<(String, i64)> = {
+        let conn = env.store.engine().conn().expect("conn");
+        let mut stmt = conn
+            .prepare("SELECT message_id, position FROM progression_items ORDER BY position")
+            .expect("prepare");
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    };
+    let mut expected = vec!["m0".to_owned(), "orphan".to_owned()];
+    expected.extend(
+        batch
+            .iter()
+            .map(|m| m.id.clone())
+            .filter(|id| id != "orphan"),
+    );
+    let got: Vec<&str> = order.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(got, expected);
+    let positions: Vec<i64> = order.iter().map(|(_, p)| *p).collect();
+    assert_eq!(positions, (0..21).collect::<Vec<i64>>());
+    assert_eq!(
+        env.int(
+            "SELECT next_position FROM progressions WHERE id = ?1",
+            &s.progression_id
+        ),
+        Some(21)
+    );
+}
