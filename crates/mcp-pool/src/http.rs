@@ -123,9 +123,23 @@ fn tls_config(security: &SecurityConfig) -> Result<rustls::ClientConfig, String>
     Ok(tls)
 }
 
-/// The reqwest client for one server: TLS as in [`tls_config`], https only
-/// for an https url (nothing is ever sent in the clear to it, redirects
-/// included), no idle connection kept (as rmcp's own default client, which
+/// The TLS config of a client for a plain `http://` url, which never
+/// speaks TLS (a redirect to https is cross-origin and not followed): it
+/// trusts no root, so it fails closed if it ever were, and building it
+/// neither reads the system's roots nor depends on the extra ones.
+fn trust_nothing() -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("the tls protocol versions cannot be set: {e}"))?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth())
+}
+
+/// The reqwest client for one server: for an https url, TLS as in
+/// [`tls_config`] and https only (nothing is ever sent to it in the clear,
+/// redirects included); for an http url, [`trust_nothing`]. No idle
+/// connection is kept (as rmcp's own default client, which
 /// avoids stalls on a reused connection whose previous body was left
 /// unread), and redirects followed only as [`same_origin_redirects`] says.
 fn http_client(server: &str, https: bool, config: &PoolConfig) -> Result<reqwest::Client, Error> {
@@ -135,7 +149,12 @@ fn http_client(server: &str, https: bool, config: &PoolConfig) -> Result<reqwest
         reason: TlsFailure::Setup,
         detail,
     };
-    let tls = tls_config(&config.security).map_err(setup)?;
+    let tls = if https {
+        tls_config(&config.security)
+    } else {
+        trust_nothing()
+    }
+    .map_err(setup)?;
     reqwest::Client::builder()
         .tls_backend_preconfigured(tls)
         .https_only(https)

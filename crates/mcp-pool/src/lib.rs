@@ -101,7 +101,9 @@
 //!   to the same scheme, host and port, so nothing is ever retried in the
 //!   clear. Transport authorization is unchanged: https to any allowed
 //!   host, plain http only to loopback with
-//!   [`SecurityConfig::allow_loopback_http`].
+//!   [`SecurityConfig::allow_loopback_http`]. The client for a plain http
+//!   URL reads no roots (its TLS config trusts nothing), so a broken extra
+//!   root or a machine without a CA bundle leaves loopback http working.
 //! - **Connections:** like rmcp's default client, no idle connection is
 //!   kept, so every request opens a connection and, for https, a TLS
 //!   handshake (rustls resumes sessions, which shortens the repeat ones).

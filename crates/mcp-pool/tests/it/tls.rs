@@ -266,6 +266,30 @@ async fn an_extra_root_that_is_not_a_certificate_fails_closed_before_connecting(
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_to_loopback_is_unchanged_and_does_not_depend_on_tls_roots() {
+    // Still refused without the loopback allowance, and reached with it,
+    // even beside an extra root that would fail every https connection:
+    // a plain-http client neither reads nor needs any root.
+    let server = http_server_with("benign", &[]).await;
+    let broken = ["no certificate here".to_owned()];
+    let pool = McpPool::new(tls_config(&broken));
+    pool.add_server("local", json!({"url": server.url}));
+    let e = pool.list_tools("local").await.unwrap_err();
+    assert!(matches!(e, Error::TransportDenied { .. }), "{e}");
+    let mut config = tls_config(&broken);
+    config.security.allow_loopback_http = true;
+    let pool = McpPool::new(config);
+    pool.add_server("local", json!({"url": server.url}));
+    let listing = pool
+        .list_tools("local")
+        .await
+        .expect("plain http to loopback");
+    assert_eq!(listing.admitted.len(), 3);
+    pool.shutdown().await;
+    stop(server).await;
+}
+
 /// A CA certificate (PEM) made once for the property test.
 fn shared_ca_pem() -> &'static str {
     static PEM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
