@@ -290,54 +290,314 @@ fn ids_do_not_depend_on_where_a_pass_started() {
     assert_eq!(ids(&whole), ids(&split));
 }
 
+/// What a recorded transcript says its session holds, read from the file
+/// itself (so a new recording needs no edit here).
+struct Recorded {
+    session: String,
+    model: String,
+    cwd: String,
+    /// (role, content) in transcript order; content `None` for an action.
+    conversation: Vec<(String, Option<serde_json::Value>)>,
+    /// The time of the first conversation line, microseconds.
+    first_at: i64,
+    /// Line types other than the conversation's, with their counts.
+    other_types: std::collections::BTreeMap<String, u64>,
+}
+
+fn only_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read fixture dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                found.push(p);
+            }
+        }
+    }
+    assert_eq!(
+        found.len(),
+        1,
+        "one recorded transcript under {}",
+        dir.display()
+    );
+    found.remove(0)
+}
+
+fn lines(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .expect("read transcript")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a recorded line is JSON"))
+        .collect()
+}
+
+fn micros(ts: &serde_json::Value) -> i64 {
+    transcript_mirror::parse_rfc3339(ts.as_str().expect("timestamp")).expect("rfc3339")
+}
+
+/// Claude Code: the session is the file name; user and assistant lines
+/// hold the conversation (a string, or text and tool blocks).
+fn recorded_claude(path: &std::path::Path) -> Recorded {
+    let session = path
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .into_owned();
+    let mut r = Recorded {
+        session: session.clone(),
+        model: String::new(),
+        cwd: String::new(),
+        conversation: Vec::new(),
+        first_at: 0,
+        other_types: Default::default(),
+    };
+    for v in lines(path) {
+        let kind = v["type"].as_str().unwrap_or("").to_owned();
+        if let Some(id) = v["sessionId"].as_str() {
+            assert_eq!(id, session, "the file is named after its session");
+        }
+        if r.cwd.is_empty()
+            && let Some(cwd) = v["cwd"].as_str()
+        {
+            r.cwd = cwd.to_owned();
+        }
+        if kind != "user" && kind != "assistant" {
+            *r.other_types.entry(kind).or_default() += 1;
+            continue;
+        }
+        if r.conversation.is_empty() {
+            r.first_at = micros(&v["timestamp"]);
+        }
+        let message = &v["message"];
+        if r.model.is_empty()
+            && let Some(m) = message["model"].as_str()
+        {
+            r.model = m.to_owned();
+        }
+        let key = if kind == "user" {
+            "instruction"
+        } else {
+            "assistant_response"
+        };
+        match &message["content"] {
+            serde_json::Value::String(text) => {
+                r.conversation
+                    .push((kind.clone(), Some(serde_json::json!({ key: text }))));
+            }
+            serde_json::Value::Array(blocks) => {
+                for b in blocks {
+                    match b["type"].as_str() {
+                        Some("text") => r
+                            .conversation
+                            .push((kind.clone(), Some(serde_json::json!({ key: b["text"] })))),
+                        Some("tool_use" | "tool_result") => {
+                            r.conversation.push(("action".into(), None))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+/// Codex: the session, cwd and model come from session_meta and
+/// turn_context; the prompt is the last user message item (after the
+/// injected preambles) and the reply is what task_complete reports.
+fn recorded_codex(path: &std::path::Path) -> Recorded {
+    let mut r = Recorded {
+        session: String::new(),
+        model: String::new(),
+        cwd: String::new(),
+        conversation: Vec::new(),
+        first_at: 0,
+        other_types: Default::default(),
+    };
+    let (mut prompt, mut prompt_at, mut reply) = (None, 0, None);
+    for v in lines(path) {
+        let p = &v["payload"];
+        match (v["type"].as_str(), p["type"].as_str()) {
+            (Some("session_meta"), _) => {
+                r.session = p["id"].as_str().expect("session id").to_owned();
+                r.cwd = p["cwd"].as_str().unwrap_or("").to_owned();
+            }
+            (Some("turn_context"), _) => {
+                r.model = p["model"].as_str().expect("model").to_owned();
+            }
+            (Some("response_item"), Some("message")) if p["role"] == "user" => {
+                prompt = p["content"][0]["text"].as_str().map(str::to_owned);
+                prompt_at = micros(&v["timestamp"]);
+            }
+            (Some("event_msg"), Some("task_complete")) => {
+                reply = p["last_agent_message"].as_str().map(str::to_owned);
+            }
+            (Some(kind), _) if kind != "response_item" => {
+                *r.other_types.entry(kind.to_owned()).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    r.first_at = prompt_at;
+    r.conversation = vec![
+        (
+            "user".into(),
+            Some(serde_json::json!({"instruction": prompt.expect("a user prompt")})),
+        ),
+        (
+            "assistant".into(),
+            Some(serde_json::json!({"assistant_response": reply.expect("a reply")})),
+        ),
+    ];
+    r
+}
+
 #[test]
 fn transcripts_recorded_from_the_real_clis_mirror_their_conversation() {
-    // Claude Code 2.1.197 and Codex 0.171.0, run by the e2e tier's worker
-    // against its local stand-in APIs (see fixtures/transcript-mirror/README.md).
+    // Claude Code and Codex, run by lionrt's e2e tier against its local
+    // stand-in APIs and recorded with `cargo xtask fixtures real-cli` (see
+    // fixtures/transcript-mirror/README.md). What to expect is read from the
+    // recorded files, so a new recording needs no edit here.
     let env = Env::new();
     let real = crate::common::fixtures().join("real-cli");
     crate::common::copy_dir(&real.join("claude"), &env.claude_root());
     crate::common::copy_dir(&real.join("codex"), &env.codex_root());
+    let claude = recorded_claude(&only_file(&env.claude_root()));
+    let codex = recorded_codex(&only_file(&env.codex_root()));
+    assert_ne!(claude.session, codex.session);
     let r = env.mirror().pass(SystemTime::now()).expect("pass");
-    assert_eq!((r.sessions_created, r.messages_added), (2, 4), "{r:#?}");
+    let expected_messages = claude.conversation.len() + codex.conversation.len();
+    assert_eq!(
+        (r.sessions_created, r.messages_added),
+        (2, expected_messages),
+        "{r:#?}"
+    );
     assert_eq!(r.stats.unparseable, 0);
-    // Event types newer than the hand-written fixtures are counted, not lost.
-    assert_eq!(r.stats.skipped.get("queue-operation"), Some(&2));
-    assert_eq!(r.stats.skipped.get("world_state"), Some(&1));
-    for (session, model) in [
-        ("01e78aa2-78b7-47f3-9c9b-f5ccc9b30bdc", "claude-sonnet-4-5"),
-        ("01a23224-b9fa-78c1-8ea0-5d3ab5ee7507", "gpt-5.1-codex"),
-    ] {
+    // Event types the mirror does not turn into messages (newer than the
+    // hand-written fixtures among them) are counted, not lost.
+    for (kind, n) in claude.other_types.iter().chain(&codex.other_types) {
+        assert!(
+            r.stats.skipped.get(kind).is_some_and(|c| c >= n),
+            "{kind}: {n} skipped lines expected in {:?}",
+            r.stats.skipped
+        );
+    }
+    for (rec, source) in [(&claude, "claude"), (&codex, "codex")] {
+        let session = rec.session.as_str();
         let conn = env.store.engine().conn().expect("conn");
         let mut stmt = conn
             .prepare(
-                "SELECT m.role, m.content FROM progression_items p JOIN messages m ON m.id = p.message_id
+                "SELECT m.id, m.role, m.content, m.created_at, m.session_id, m.branch_id
+                 FROM progression_items p JOIN messages m ON m.id = p.message_id
                  WHERE p.progression_id = ?1 ORDER BY p.position",
             )
             .expect("prepare");
-        let rows: Vec<(String, String)> = stmt
-            .query_map([progression_id(session)], |r| Ok((r.get(0)?, r.get(1)?)))
+        type Row = (String, String, String, i64, String, Option<String>);
+        let rows: Vec<Row> = stmt
+            .query_map([progression_id(session)], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
             .expect("query")
             .collect::<Result<_, _>>()
             .expect("rows");
+        // The conversation, in order, with its roles and text.
+        let got: Vec<(String, Option<serde_json::Value>)> = rows
+            .iter()
+            .zip(&rec.conversation)
+            .map(|(row, want)| {
+                let content: serde_json::Value =
+                    serde_json::from_str(&row.2).expect("content is JSON");
+                (row.1.clone(), want.1.as_ref().map(|_| content))
+            })
+            .collect();
+        assert_eq!(rows.len(), rec.conversation.len(), "{session}: {rows:?}");
+        assert_eq!(got, rec.conversation, "{session}");
+        // Every message belongs to the session and its branch, and the first
+        // carries its line's time.
+        for row in &rows {
+            assert_eq!(
+                (row.4.as_str(), row.5.clone()),
+                (session, Some(branch_id(session)))
+            );
+        }
         assert_eq!(
-            rows,
-            [
-                (
-                    "user".to_owned(),
-                    "{\"instruction\":\"Say hello.\"}".to_owned()
-                ),
-                (
-                    "assistant".to_owned(),
-                    "{\"assistant_response\":\"Hello from the mock.\"}".to_owned()
-                ),
-            ],
+            rows[0].3, rec.first_at,
+            "{session}: created_at of the first message"
+        );
+        assert_eq!(
+            env.text(
+                "SELECT first_msg_id FROM branches WHERE id = ?1",
+                &branch_id(session)
+            ),
+            Some(rows[0].0.clone())
+        );
+        assert_eq!(
+            env.text(
+                "SELECT last_msg_id FROM branches WHERE id = ?1",
+                &branch_id(session)
+            ),
+            rows.last().map(|r| r.0.clone())
+        );
+        // The session row: what ran it, where, and with which model.
+        let project = rec
+            .cwd
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("");
+        for (column, want) in [
+            ("kind", "mirrored"),
+            ("provider", source),
+            (
+                "agent_name",
+                if source == "claude" {
+                    "claude-code"
+                } else {
+                    "codex"
+                },
+            ),
+            ("model", rec.model.as_str()),
+            ("cwd", rec.cwd.as_str()),
+            ("project", project),
+        ] {
+            assert_eq!(
+                env.text(
+                    &format!("SELECT {column} FROM sessions WHERE id = ?1"),
+                    session
+                )
+                .as_deref(),
+                Some(want),
+                "{session}: {column}"
+            );
+        }
+        // One recorded run is one conversation: no lineage link to another
+        // session, and no pointer left to resolve.
+        assert_eq!(
+            env.text(
+                "SELECT json_extract(node_metadata, '$.lineage') FROM sessions WHERE id = ?1",
+                session
+            ),
+            None,
             "{session}"
         );
         assert_eq!(
-            env.text("SELECT model FROM sessions WHERE id = ?1", session)
-                .as_deref(),
-            Some(model)
+            env.count(&format!(
+                "SELECT count(*) FROM mirror_cursors WHERE session_id = '{session}'
+                 AND pending_parent_uuid IS NULL AND source = '{source}'"
+            )),
+            1,
+            "{session}: its cursor"
         );
     }
     assert_eq!(
