@@ -306,3 +306,69 @@ async fn a_server_that_goes_away_mid_session_is_a_server_failure_and_reconnects(
     assert!(matches!(e, Error::Unreachable { .. }), "{e:?}");
     pool.shutdown().await;
 }
+
+/// Answers every request on `listener` with a 307 to `location`, until
+/// `stop` is set; returns how many requests it answered.
+fn redirector(
+    listener: std::net::TcpListener,
+    location: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
+    use std::io::{Read, Write};
+    use std::sync::atomic::Ordering;
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let mut answered = 0;
+        while !stop.load(Ordering::SeqCst) {
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            stream.set_nonblocking(false).expect("blocking");
+            stream
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .expect("timeout");
+            // The request head (the body is left unread: the connection
+            // closes after the answer).
+            let mut head = Vec::new();
+            let mut byte = [0_u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && matches!(stream.read(&mut byte), Ok(1)) {
+                head.extend_from_slice(&byte);
+            }
+            let answer = format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(answer.as_bytes());
+            answered += 1;
+        }
+        answered
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_off_the_servers_origin_is_not_followed() {
+    // The configured server redirects to another port (another origin):
+    // following it would replay the session and the entry's headers there.
+    let elsewhere = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let elsewhere_port = elsewhere.local_addr().expect("addr").port();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let answering = redirector(
+        listener,
+        format!("http://127.0.0.1:{elsewhere_port}/mcp"),
+        std::sync::Arc::clone(&stop),
+    );
+    let pool = McpPool::new(http_config());
+    pool.add_server(
+        "moved",
+        json!({"url": format!("http://127.0.0.1:{port}/mcp"), "headers": {"Authorization": "Bearer s3cr3t"}}),
+    );
+    let e = pool.list_tools("moved").await.unwrap_err();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let answered = answering.join().expect("redirector");
+    assert!(answered >= 1, "the server was never asked");
+    assert!(e.is_server_failure(), "{e}");
+    assert!(!e.to_string().contains("s3cr3t"), "{e}");
+    assert!(!connected(&elsewhere), "the redirect was followed");
+}
