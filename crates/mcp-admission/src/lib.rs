@@ -76,7 +76,16 @@
 //! aborts the batch: it becomes an error record. A caller judging on its own
 //! threads splits with [`batch::Checker::split`], judges each record with
 //! [`batch::judge_record_as`] and renders the results back in input order
-//! with [`batch::Checker::render`] (the output is the same).
+//! with [`batch::Checker::render`] (the output is the same); or, as
+//! `lionrt admission check` does, packs each read's records into one
+//! [`batch::RecordBatch`] ([`batch::Checker::split_batch`]), judges a batch
+//! per worker ([`batch::RecordBatch::judge`], or
+//! [`batch::RecordBatch::judge_jsonl`], which also renders JSON Lines) and
+//! hands the batches back in order ([`batch::Checker::render`],
+//! [`batch::Checker::add_jsonl`]). A record is parsed field by field: only
+//! `id`, `name`, `description` and the schema are built, every other field
+//! is checked as a `serde_json::Value` parse would check it, and object keys
+//! are read as written even where serde_json's `raw_value` feature is on.
 //!
 //! ```
 //! use mcp_admission::batch::{self, OutputFormat};

@@ -136,7 +136,7 @@ pub(crate) fn public_cases(c: &mut Criterion) {
     let totals = Totals::default();
     group.bench_function("interleaved", |b| {
         b.iter_custom(|iters| {
-            let (verdicts, parse) = interleaved(
+            let pair = interleaved(
                 iters,
                 || {
                     for case in &cases {
@@ -155,50 +155,94 @@ pub(crate) fn public_cases(c: &mut Criterion) {
                     }
                 },
             );
-            totals.add(iters, verdicts, parse);
-            verdicts + parse
+            totals.add(iters, pair);
+            pair.a + pair.b
         });
     });
     group.finish();
     totals.report("public_cases verdicts/parse (time)");
 }
 
-/// Runs `a` and `b` alternately `iters` times; their total times.
-fn interleaved(iters: u64, mut a: impl FnMut(), mut b: impl FnMut()) -> (Duration, Duration) {
-    let (mut ta, mut tb) = (Duration::ZERO, Duration::ZERO);
+/// Times of `a` and `b` run alternately: totals, and each side's fastest
+/// single run (the one least disturbed by other load on the machine).
+#[derive(Clone, Copy)]
+struct Pair {
+    a: Duration,
+    b: Duration,
+    best_a: Duration,
+    best_b: Duration,
+}
+
+impl Pair {
+    fn swapped(self) -> Self {
+        Self {
+            a: self.b,
+            b: self.a,
+            best_a: self.best_b,
+            best_b: self.best_a,
+        }
+    }
+}
+
+/// Runs `a` and `b` alternately `iters` times.
+fn interleaved(iters: u64, mut a: impl FnMut(), mut b: impl FnMut()) -> Pair {
+    let mut pair = Pair {
+        a: Duration::ZERO,
+        b: Duration::ZERO,
+        best_a: Duration::MAX,
+        best_b: Duration::MAX,
+    };
     for _ in 0..iters {
         let start = Instant::now();
         a();
-        ta += start.elapsed();
+        let ta = start.elapsed();
         let start = Instant::now();
         b();
-        tb += start.elapsed();
+        let tb = start.elapsed();
+        pair.a += ta;
+        pair.b += tb;
+        pair.best_a = pair.best_a.min(ta);
+        pair.best_b = pair.best_b.min(tb);
     }
-    (ta, tb)
+    pair
 }
 
 /// Interleaved totals over every sample of a bench (warm-up included).
 #[derive(Default)]
-struct Totals(std::cell::Cell<(Duration, Duration, u64)>);
+struct Totals(std::cell::Cell<Option<(Pair, u64)>>);
 
 impl Totals {
-    fn add(&self, iters: u64, a: Duration, b: Duration) {
-        let (ta, tb, n) = self.0.get();
-        self.0.set((ta + a, tb + b, n + iters));
+    fn add(&self, iters: u64, p: Pair) {
+        let sum = match self.0.get() {
+            None => (p, iters),
+            Some((t, n)) => (
+                Pair {
+                    a: t.a + p.a,
+                    b: t.b + p.b,
+                    best_a: t.best_a.min(p.best_a),
+                    best_b: t.best_b.min(p.best_b),
+                },
+                n + iters,
+            ),
+        };
+        self.0.set(Some(sum));
     }
 
-    /// Prints `a / b` over all samples.
+    /// Prints `a / b` over all samples, and over each side's fastest run.
     fn report(&self, what: &str) {
-        let (a, b, n) = self.0.get();
-        if n == 0 {
-            return;
-        }
+        let Some((t, n)) = self.0.get() else { return };
         let per = |d: Duration| d / u32::try_from(n).unwrap_or(u32::MAX);
+        let ratio =
+            |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE);
         eprintln!(
-            "{what}: {:.3} ({:?} / {:?} per iteration, {n} iterations interleaved)",
-            a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE),
-            per(a),
-            per(b),
+            "{what}: {:.3} ({:?} / {:?} per iteration, {n} iterations interleaved); \
+             fastest runs: {:.3} ({:?} / {:?})",
+            ratio(t.a, t.b),
+            per(t.a),
+            per(t.b),
+            ratio(t.best_a, t.best_b),
+            t.best_a,
+            t.best_b,
         );
     }
 }
@@ -366,7 +410,7 @@ pub(crate) fn cli(c: &mut Criterion) {
         let totals = Totals::default();
         group.bench_function(label, |b| {
             b.iter_custom(|iters| {
-                let (binary, here) = interleaved(
+                let pair = interleaved(
                     iters,
                     || {
                         black_box(run(jobs, Stdio::null()).status);
@@ -374,8 +418,8 @@ pub(crate) fn cli(c: &mut Criterion) {
                     in_process,
                 );
                 // Records/s of the binary over verdicts/s here: time here over time there.
-                totals.add(iters, here, binary);
-                binary + here
+                totals.add(iters, pair.swapped());
+                pair.a + pair.b
             });
         });
         reports.push((jobs, totals));

@@ -574,3 +574,28 @@ fn json_lines_escape_names_as_json() {
         "{out}"
     );
 }
+
+#[test]
+fn deep_values_in_any_field_are_read_without_overflow() {
+    // 20,000 levels in a name, a description, an unread field and an id:
+    // each is read on the growing stack and judged as a whole parse would.
+    let deep = format!("{}1{}", "[".repeat(20_000), "]".repeat(20_000));
+    let schema = r#"{"type": "object", "properties": {"cmd": {"type": "string"}}}"#;
+    let text = format!(
+        "{{\"name\": {deep}}}\n\
+         {{\"name\": \"bash\", \"description\": {deep}, \"inputSchema\": {schema}}}\n\
+         {{\"name\": \"search\", \"annotations\": {deep}}}\n\
+         {{\"id\": {deep}, \"name\": \"search\"}}\n"
+    );
+    let results = check_text(&text);
+    assert_eq!(results.len(), 4);
+    assert_eq!(
+        results[0].error.as_deref(),
+        Some("\"name\" must be a string")
+    );
+    assert_eq!(results[1].reason, Some(Reason::UnboundedCommandInput));
+    assert_eq!(results[2].error, None);
+    assert_eq!(results[2].reason, None);
+    assert_eq!(results[3].id, Some(json!("(id nested too deep)")));
+    assert_eq!(results[3].reason, None);
+}
