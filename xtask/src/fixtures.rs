@@ -196,11 +196,16 @@ fn real_cli(source: &Path, out: &Path) -> Result<Vec<PathBuf>> {
             "lionrt",
             "--test",
             "it",
-            "e2e_real_cli",
             "--",
             "--test-threads=1",
             "--nocapture",
+            "--exact",
         ])
+        // Only the two plain conversations: the tier's other runs (codex with
+        // a forwarded MCP set) record into the same directory, and their
+        // sessions, with work dirs the layout cannot normalise, would join
+        // the fixtures.
+        .args(RECORDED_TESTS)
         .env("LIONRT_E2E_RECORD", staging.path())
         .status()
         .context("running cargo test")?;
@@ -209,6 +214,12 @@ fn real_cli(source: &Path, out: &Path) -> Result<Vec<PathBuf>> {
     }
     lay_out_recording(staging.path(), out)
 }
+
+/// The e2e tests whose runs `real-cli` records.
+const RECORDED_TESTS: [&str; 2] = [
+    "e2e_real_cli::claude_code_runs_through_lionrt_against_a_local_messages_api",
+    "e2e_real_cli::codex_runs_through_lionrt_against_a_local_responses_api",
+];
 
 /// Where `real-cli` writes the raw streams, relative to the output root.
 const STREAMS_DIR: &str = "fixtures/real-cli";
@@ -221,6 +232,16 @@ const TRANSCRIPT_CLIS: [&str; 2] = ["claude", "codex"];
 /// per run) is rewritten to in its transcripts.
 fn stable_work_dir(cli: &str) -> String {
     format!("/tmp/e2erec-{cli}")
+}
+
+/// The rewrites of a recorded work dir: the path itself, and Claude's
+/// encoded form of it, to [`stable_work_dir`].
+fn work_dir_renames(cli: &str, work: &str) -> [(String, String); 2] {
+    let stable = stable_work_dir(cli);
+    [
+        (work.to_owned(), stable.clone()),
+        (claude_project_name(work), claude_project_name(&stable)),
+    ]
 }
 
 /// Claude Code's project directory name for a path: every character other
@@ -250,8 +271,25 @@ fn lay_out_recording(staging: &Path, out: &Path) -> Result<Vec<PathBuf>> {
         let name = entry.file_name();
         if entry.file_type()?.is_file() && name.to_string_lossy().ends_with(".jsonl") {
             let file = Path::new(STREAMS_DIR).join(&name);
-            let contents = std::fs::read(entry.path())
+            let mut contents = std::fs::read(entry.path())
                 .with_context(|| format!("reading {}", entry.path().display()))?;
+            // A stream may name its CLI's work dir too (Claude Code's memory
+            // path holds it in encoded form): the same rewrite as below.
+            let cli = TRANSCRIPT_CLIS
+                .into_iter()
+                .find(|c| name.to_string_lossy().starts_with(&format!("{c}_")));
+            if let Some(cli) = cli
+                && let Ok(work) = std::fs::read_to_string(
+                    staging.join("transcripts").join(format!("{cli}.workdir")),
+                )
+                && !work.trim().is_empty()
+            {
+                let mut text = String::from_utf8_lossy(&contents).into_owned();
+                for (old, new) in work_dir_renames(cli, work.trim()) {
+                    text = text.replace(old.as_str(), &new);
+                }
+                contents = text.into_bytes();
+            }
             write_file(out, &file, &contents)?;
             written.push(file);
             streams += 1;
@@ -269,11 +307,7 @@ fn lay_out_recording(staging: &Path, out: &Path) -> Result<Vec<PathBuf>> {
         if work.is_empty() {
             bail!("{} names no work dir", marker.display());
         }
-        let stable = stable_work_dir(cli);
-        let renames = [
-            (work.to_owned(), stable.clone()),
-            (claude_project_name(work), claude_project_name(&stable)),
-        ];
+        let renames = work_dir_renames(cli, work);
         let target = Path::new(TRANSCRIPTS_DIR).join(cli);
         let dest = out.join(&target);
         if dest.exists() {
@@ -450,7 +484,7 @@ mod tests {
         put(
             s,
             "claude_2.1.197_stream_json.jsonl",
-            "{\"type\":\"system\"}\n",
+            "{\"type\":\"system\",\"memory\":\"/srv/home/.claude/projects/-tmp--tmpAbC1-ws/memory/\"}\n",
         );
         put(
             s,
@@ -521,6 +555,14 @@ mod tests {
                 "fixtures/real-cli/codex_0.171.0_exec_json.jsonl"
             ),
             "{\"type\":\"thread.started\"}\n"
+        );
+        assert_eq!(
+            read(
+                out.path(),
+                "fixtures/real-cli/claude_2.1.197_stream_json.jsonl"
+            ),
+            "{\"type\":\"system\",\"memory\":\"/srv/home/.claude/projects/-tmp-e2erec-claude-ws/memory/\"}\n",
+            "a stream keeps no temporary path either"
         );
         assert!(
             !out.path().join(stale).exists(),
