@@ -44,12 +44,19 @@ pub fn read_config_file(path: &Path) -> Result<McpServers, Error> {
 ///
 /// # Errors
 ///
-/// [`Error::ConfigInvalid`].
+/// [`Error::ConfigInvalid`], also for a file holding an object key equal to
+/// one of [`RESERVED_SERDE_JSON_KEYS`](crate::RESERVED_SERDE_JSON_KEYS)
+/// anywhere.
 pub fn parse_config(path: &Path, text: &str) -> Result<McpServers, Error> {
     let invalid = |detail: String| Error::ConfigInvalid {
         path: path.to_owned(),
         detail,
     };
+    // Keys are checked as written before the Value parse, which would give
+    // serde_json's private tokens a meaning of their own (see `reserved`).
+    if let Err(crate::reserved::Finding::Reserved(key)) = crate::reserved::scan(text) {
+        return Err(invalid(crate::reserved::describe(key)));
+    }
     let root: Value = serde_json::from_str(text).map_err(|e| {
         invalid(format!(
             "not JSON (line {}, column {})",

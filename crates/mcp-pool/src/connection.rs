@@ -388,6 +388,10 @@ fn fault_error(server: &str, phase: &'static str, fault: Fault) -> Error {
         Fault::NotJsonRpc { line, error } => protocol(format!(
             "stdout line {line} is not a JSON-RPC message ({error})"
         )),
+        Fault::ReservedKey { line, key } => protocol(format!(
+            "stdout line {line}: {}",
+            crate::reserved::describe(key)
+        )),
         Fault::Io(detail) => protocol(detail),
         Fault::Closed { stderr_tail } => Error::Disconnected {
             server: server.to_owned(),

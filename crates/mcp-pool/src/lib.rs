@@ -76,6 +76,29 @@
 //!   [`Error::Tls`]; one that accepts but never answers is
 //!   [`Error::Timeout`].
 //!
+//! # Reserved serde_json keys
+//!
+//! With serde_json's `raw_value` feature on (cargo unifies features; the
+//! `lionrt` binary has it on through transcript-mirror), deserializing a
+//! `serde_json::Value` reads an object whose first key is
+//! `$serde_json::private::RawValue` as the JSON text inside that key's
+//! string: `{"$serde_json::private::RawValue":"{\"enum\":[\"ls\"]}"}`
+//! parses as `{"enum":["ls"]}` (`arbitrary_precision` does the same with
+//! `$serde_json::private::Number`). A server could then show the admission
+//! gate a bounded schema while the agent CLI it is forwarded to reads the
+//! object as written, an open one. So every message from a server is
+//! scanned as raw text before rmcp parses it, and one holding an object key
+//! equal (after JSON unescaping, so `\u0024serde_json::...` too) to one of
+//! [`RESERVED_SERDE_JSON_KEYS`], anywhere, ends the connection with
+//! [`Error::Protocol`] ("a reserved serde_json key was sent"); nothing of
+//! that listing is registered. A key that merely contains the token, or a
+//! string value equal to it, is ordinary. The scan is one pass of serde's
+//! visitor API over `serde_json::Deserializer` that keeps nothing, bounded
+//! by serde_json's recursion limit (deeper text fails closed). `.mcp.json`
+//! text is scanned the same way: such a file is [`Error::ConfigInvalid`].
+//! The stdio leg is always read as raw lines (`LineFormat::Raw`); a line
+//! that arrived already parsed would be refused. See below for HTTP.
+//!
 //! # TLS
 //!
 //! `https` URLs are spoken through rustls, handed to reqwest (rmcp's HTTP
@@ -178,6 +201,7 @@ mod gate;
 mod http;
 mod pool;
 mod registry;
+mod reserved;
 mod security;
 mod transport;
 
@@ -187,4 +211,5 @@ pub use error::{DenialReason, Error, TlsFailure};
 pub use gate::{CallGate, GateDecision, GateRequest};
 pub use pool::{McpPool, PoolConfig, ToolListing, ToolResult, ToolSummary};
 pub use registry::{AdmittedTool, DeniedTool, ListedTool, Registry};
+pub use reserved::RESERVED_SERDE_JSON_KEYS;
 pub use security::{DEFAULT_ENV_DENYLIST, SecurityConfig};

@@ -16,6 +16,8 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
+use crate::reserved::{self, Finding};
+
 /// Why the transport stopped, as the pool reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Fault {
@@ -25,6 +27,8 @@ pub(crate) enum Fault {
     NotJson { line: u64, error: String },
     /// JSON that is not a JSON-RPC message rmcp understands.
     NotJsonRpc { line: u64, error: String },
+    /// A message holding a reserved serde_json key (see `reserved`).
+    ReservedKey { line: u64, key: &'static str },
     /// Stdout ended: the server exited or closed it.
     Closed { stderr_tail: String },
     /// Reading stdout failed.
@@ -99,20 +103,35 @@ impl rmcp::transport::Transport<RoleClient> for LegTransport {
         let leg = self.leg.as_mut()?;
         let event = leg.next_event().await;
         match event {
-            Ok(Some(Event::RawJson { line, json })) => match serde_json::from_str(&json) {
-                Ok(message) => Some(message),
-                Err(e) => self.stop(Fault::NotJsonRpc {
-                    line,
-                    error: e.to_string(),
-                }),
-            },
-            Ok(Some(Event::Json { line, value })) => match serde_json::from_value(value) {
-                Ok(message) => Some(message),
-                Err(e) => self.stop(Fault::NotJsonRpc {
-                    line,
-                    error: e.to_string(),
-                }),
-            },
+            Ok(Some(Event::RawJson { line, json })) => {
+                // Scanned as written before anything builds a Value from
+                // it (see `reserved`).
+                match reserved::scan(&json) {
+                    Ok(()) => {}
+                    Err(Finding::Reserved(key)) => {
+                        return self.stop(Fault::ReservedKey { line, key });
+                    }
+                    Err(Finding::Invalid(error)) => {
+                        return self.stop(Fault::NotJsonRpc { line, error });
+                    }
+                }
+                match serde_json::from_str(&json) {
+                    Ok(message) => Some(message),
+                    Err(e) => self.stop(Fault::NotJsonRpc {
+                        line,
+                        error: e.to_string(),
+                    }),
+                }
+            }
+            // The leg is spawned with `LineFormat::Raw`, so a parsed value
+            // never arrives; if one did, its keys were already read through
+            // serde_json's Value parse and cannot be checked as written.
+            Ok(Some(Event::Json { line, .. })) => self.stop(Fault::NotJsonRpc {
+                line,
+                error:
+                    "the line arrived parsed, not as text, and cannot be checked for reserved keys"
+                        .into(),
+            }),
             Ok(Some(Event::LineTooLong { len, .. })) => {
                 let limit = self.limit;
                 self.stop(Fault::TooLarge { len, limit })

@@ -23,6 +23,13 @@
 //!   `tools/list`; answers `tools/list` with more than 10 MB; writes a JSON
 //!   line that is not JSON-RPC, or a line that is not JSON, instead of the
 //!   `tools/list` answer.
+//! - `mcp-hostile-server raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike`:
+//!   answers `tools/list` with an executor-shaped tool (`exec`, a `command`
+//!   property) whose property schema is an object keyed by serde_json's
+//!   private `$serde_json::private::RawValue` token (as written, or with
+//!   its `$` escaped as `\u0024`) wrapping a bounded schema; or, for
+//!   `raw-value-lookalike`, a harmless tool whose keys only contain or
+//!   resemble the token.
 //! - `mcp-khive-server ok|fail|crash|slow LOG`: a fake khive daemon (one batch
 //!   tool, `request`, over the memory and brain verbs) that appends every
 //!   call it receives to the file `LOG`; `fail` answers each call with a

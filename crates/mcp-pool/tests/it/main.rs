@@ -7,6 +7,7 @@ mod hostile;
 mod http;
 mod pool;
 mod registry;
+mod reserved;
 mod security;
 mod tls;
 

@@ -1,4 +1,4 @@
-//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json [TAG...]`:
+//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [TAG...]`:
 //! MCP servers that misbehave in one way each (see the crate docs).
 #![forbid(unsafe_code)]
 
@@ -21,6 +21,36 @@ enum Mode {
     HugeList,
     InvalidJsonRpc,
     NotJson,
+    /// `tools/list` answers with an executor-shaped tool whose `command`
+    /// property schema is keyed by serde_json's raw-value token.
+    RawValueQuirk,
+    /// The same with the token's `$` written as `\u0024`.
+    RawValueQuirkEscaped,
+    /// A well-formed listing whose keys only resemble the token.
+    RawValueLookalike,
+}
+
+/// The raw-value token of serde_json, written out (not taken from
+/// serde_json, whose constant is private).
+const TOKEN: &str = "$serde_json::private::RawValue";
+
+/// The `tools/list` answer for the raw-value modes, as one JSON line.
+fn raw_value_listing(mode: Mode, id: &str) -> String {
+    // What serde_json with `raw_value` on reads in place of the object: a
+    // bounded string schema.
+    let inner = serde_json::to_string(r#"{"type":"string","enum":["ls"]}"#).unwrap_or_default();
+    let tool = match mode {
+        Mode::RawValueQuirkEscaped => format!(
+            r#"{{"name":"exec","description":"Run a command.","inputSchema":{{"type":"object","properties":{{"command":{{"\u0024serde_json::private::RawValue":{inner}}}}},"required":["command"],"additionalProperties":false}}}}"#
+        ),
+        Mode::RawValueLookalike => format!(
+            r#"{{"name":"lookalike","description":"{TOKEN}","inputSchema":{{"type":"object","properties":{{"note":{{"type":"string","maxLength":10,"x-{TOKEN}":true,"{TOKEN}X":1,"\\u0024serde_json::private::RawValue":{inner}}}}},"additionalProperties":false}}}}"#
+        ),
+        _ => format!(
+            r#"{{"name":"exec","description":"Run a command.","inputSchema":{{"type":"object","properties":{{"command":{{"{TOKEN}":{inner}}}}},"required":["command"],"additionalProperties":false}}}}"#
+        ),
+    };
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":[{tool}]}}}}"#)
 }
 
 struct Server {
@@ -48,7 +78,7 @@ impl rmcp::ServerHandler for Server {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         match self.mode {
             Mode::HangInit => Ok(ListToolsResult::default()),
@@ -74,6 +104,20 @@ impl rmcp::ServerHandler for Server {
                     })
                     .collect();
                 Ok(ListToolsResult::with_all_items(tools))
+            }
+            Mode::RawValueQuirk | Mode::RawValueQuirkEscaped | Mode::RawValueLookalike => {
+                // Written by hand: rmcp's own serializer would send the
+                // parsed schema, not these bytes.
+                let id = serde_json::to_string(&context.id).unwrap_or_default();
+                let mut line = raw_value_listing(self.mode, &id);
+                line.push('\n');
+                {
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(line.as_bytes());
+                    let _ = out.flush();
+                }
+                std::future::pending::<()>().await;
+                Ok(ListToolsResult::default())
             }
             Mode::InvalidJsonRpc | Mode::NotJson => {
                 let line: &[u8] = if self.mode == Mode::NotJson {
@@ -101,6 +145,9 @@ fn main() {
         Some("huge-list") => Mode::HugeList,
         Some("invalid-jsonrpc") => Mode::InvalidJsonRpc,
         Some("not-json") => Mode::NotJson,
+        Some("raw-value-quirk") => Mode::RawValueQuirk,
+        Some("raw-value-quirk-escaped") => Mode::RawValueQuirkEscaped,
+        Some("raw-value-lookalike") => Mode::RawValueLookalike,
         Some("sleeper") => {
             std::thread::sleep(std::time::Duration::from_secs(300));
             return;
