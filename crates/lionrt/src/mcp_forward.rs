@@ -519,36 +519,48 @@ fn codex_own_servers(workspace: &Path, sandbox: bool) -> Result<providers_codex:
     Ok(own)
 }
 
-/// HEAD's `.codex/config.toml` in `workspace`'s repository (`git show`),
-/// named `<path>@HEAD`; `None` when HEAD has no such file (or there is no
-/// HEAD, which the sandbox refuses anyway).
+/// HEAD's `.codex/config.toml` in the repository at `workspace` (read with
+/// libgit2, as the sandbox reads the repository), named `<path>@HEAD`;
+/// `None` only when HEAD's tree has no such entry. Anything else that keeps
+/// the file from being known (no repository, no HEAD, an entry that is not
+/// a plain file, a read error) refuses the run: a server it declares would
+/// otherwise start unexamined.
 fn committed_project_layer(workspace: &Path) -> Result<Option<(PathBuf, String)>> {
-    const SPEC: &str = "HEAD:./.codex/config.toml";
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(workspace)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-    };
-    let exists = git(&["cat-file", "-e", SPEC]);
-    if !exists.is_ok_and(|o| o.status.success()) {
-        return Ok(None);
-    }
-    let out = git(&["show", SPEC]).context("running git show")?;
     let file = PathBuf::from(format!(
         "{}@HEAD",
         workspace.join(".codex/config.toml").display()
     ));
-    if !out.status.success() {
+    let fail = |what: &str, e: git2::Error| {
+        anyhow::anyhow!(
+            "{OWN_UNKNOWN}: {what} for {}: {}",
+            file.display(),
+            e.message()
+        )
+    };
+    let repo = git2::Repository::open(workspace).map_err(|e| fail("opening the repository", e))?;
+    let tree = repo
+        .head()
+        .and_then(|head| head.peel_to_tree())
+        .map_err(|e| fail("reading HEAD", e))?;
+    let entry = match tree.get_path(Path::new(".codex/config.toml")) {
+        Ok(entry) => entry,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+        Err(e) => return Err(fail("looking up the file in HEAD", e)),
+    };
+    if entry.filemode() != i32::from(git2::FileMode::Blob)
+        && entry.filemode() != i32::from(git2::FileMode::BlobExecutable)
+    {
         bail!(
-            "{OWN_UNKNOWN}: git show {SPEC} in {}: {}",
-            workspace.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            "{OWN_UNKNOWN}: {} is not a plain file in HEAD (mode {:o})",
+            file.display(),
+            entry.filemode()
         );
     }
-    let text = String::from_utf8(out.stdout)
+    let blob = entry
+        .to_object(&repo)
+        .and_then(|o| o.peel_to_blob())
+        .map_err(|e| fail("reading the file from HEAD", e))?;
+    let text = String::from_utf8(blob.content().to_vec())
         .with_context(|| format!("{OWN_UNKNOWN}: {} is not UTF-8", file.display()))?;
     Ok(Some((file, text)))
 }
@@ -557,11 +569,15 @@ fn committed_project_layer(workspace: &Path) -> Result<Option<(PathBuf, String)>
 /// server (or pick a profile, which may declare servers) bypasses the
 /// admission: refused.
 fn refuse_mcp_overrides(config: &RunConfig) -> Result<()> {
-    let Some(Value::Array(items)) = config.kwargs.get("config") else {
-        return Ok(());
+    let items = match config.kwargs.get("config") {
+        None => return Ok(()),
+        Some(Value::Array(items)) => items.as_slice(),
+        Some(one) => std::slice::from_ref(one),
     };
     for item in items {
-        let Some(text) = item.as_str() else { continue };
+        let Some(text) = item.as_str() else {
+            bail!("--set config takes strings (KEY=VALUE), got {item}");
+        };
         let key = text.split('=').next().unwrap_or_default().trim();
         let first = key.split('.').next().unwrap_or_default().trim();
         let first = first.trim_matches(|c| c == '"' || c == '\'');

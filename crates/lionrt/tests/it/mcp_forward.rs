@@ -1108,3 +1108,57 @@ fn with_a_sandbox_codex_also_gets_the_committed_project_servers_disabled() {
         ]
     );
 }
+
+#[test]
+fn with_a_sandbox_a_committed_codex_config_that_cannot_be_read_as_a_file_refuses_the_run() {
+    // HEAD's `.codex/config.toml` is a symlink: what codex would load in
+    // the worktree is not the blob, so the servers it declares cannot be
+    // known and the run is refused before any session (never treated as
+    // "no such file").
+    let s = setup("sandbox-symlink");
+    let argv_file = stand_in(
+        &s.bin,
+        "codex",
+        &stream_fixture("codex_exec_json_success.jsonl"),
+    );
+    let codex_home = s.root.join("codex-home");
+    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    std::fs::create_dir_all(s.workspace.join(".codex")).expect("mkdir");
+    // The link's target text is itself valid TOML declaring nothing, so a
+    // reader that took the blob as the file would see no servers, while
+    // codex follows the link to the file that declares one.
+    std::fs::write(
+        s.workspace.join(".codex/x = 1"),
+        "[mcp_servers.hidden]\ncommand = \"sh\"\n",
+    )
+    .expect("write");
+    std::os::unix::fs::symlink("x = 1", s.workspace.join(".codex/config.toml")).expect("symlink");
+    git(&s.workspace, &["init", "-q"]);
+    git(&s.workspace, &["add", ".codex"]);
+    git(&s.workspace, &["commit", "-qm", "init"]);
+    let args = [
+        "--db",
+        &s.db.to_string_lossy(),
+        "run",
+        "--provider",
+        "codex",
+        "--workspace",
+        &s.workspace.to_string_lossy(),
+        "--mcp-config",
+        &s.config.to_string_lossy(),
+        "--mcp-init-timeout",
+        "60",
+        "--sandbox",
+    ]
+    .map(|a| a.to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not a plain file in HEAD"),
+        "the reason is given: {stderr}"
+    );
+    assert!(read_argv(&argv_file).is_none(), "no leg started");
+    assert_eq!(sessions(&s.db), 0, "refused before any session");
+}
