@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use lifecycle_core::{Actor, ActorType};
 use scheduler::{
-    Clock, Fire, Launcher, ManualClock, RunOutcome, ScheduleStore, Scheduler, SchedulerConfig,
-    Schedules, TickReport,
+    Clock, Fire, Launcher, ManualClock, RunOutcome, ScheduleRun, ScheduleStore, Scheduler,
+    SchedulerConfig, Schedules, TickReport,
 };
 use state_sqlite::{Engine, EngineConfig, Store};
 use tokio::sync::watch;
@@ -109,19 +109,54 @@ pub(crate) fn check_cap(store: &dyn ScheduleStore, cap: u32, reports: &[TickRepo
     assert_eq!(store.running_count(&schedule.id).expect("count"), cap);
     for r in runs.iter().filter(|r| r.status != "running") {
         assert!(skipped.contains(&&r.id), "an unreported row: {r:?}");
-        assert_eq!(r.status, "skipped", "{r:?}");
-        assert_eq!(
-            r.reason.as_deref(),
-            Some("schedule.skipped.overlap"),
-            "{r:?}"
-        );
-        let json: serde_json::Value =
-            serde_json::from_str(r.reason_json.as_deref().expect("reason json")).expect("json");
-        assert_eq!(json["metadata"]["max_concurrent"], cap, "{json}");
-        assert!(
-            json["metadata"]["running"].as_u64().expect("running") >= u64::from(cap),
-            "a fire is refused only at the cap: {json}"
-        );
+        check_overlap_row(r, cap);
+    }
+}
+
+/// Checks that `run` is recorded as a fire refused for overlap: `skipped`
+/// with `schedule.skipped.overlap`, its reason's JSON naming the cap `cap`
+/// and at least `cap` runs running.
+pub(crate) fn check_overlap_row(run: &ScheduleRun, cap: u32) {
+    assert_eq!(run.status, "skipped", "{run:?}");
+    assert_eq!(
+        run.reason.as_deref(),
+        Some("schedule.skipped.overlap"),
+        "{run:?}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(run.reason_json.as_deref().expect("reason json")).expect("json");
+    assert_eq!(json["metadata"]["max_concurrent"], cap, "{json}");
+    assert!(
+        json["metadata"]["running"].as_u64().expect("running") >= u64::from(cap),
+        "a fire is refused only at the cap: {json}"
+    );
+}
+
+/// Reads the fires a tick reported skipped for overlap back from `store`:
+/// each is one recorded row of schedule `name`, checked by
+/// [`check_overlap_row`]; and exactly those rows of `name` are skipped.
+pub(crate) fn check_recorded_skips(
+    store: &dyn ScheduleStore,
+    name: &str,
+    report: &TickReport,
+    cap: u32,
+) {
+    let runs = store.runs(Some(name), 10_000).expect("runs");
+    let mut recorded: Vec<&String> = runs
+        .iter()
+        .filter(|r| r.status == "skipped")
+        .map(|r| &r.id)
+        .collect();
+    let mut reported: Vec<&String> = report.skipped_overlap.iter().collect();
+    recorded.sort();
+    reported.sort();
+    assert_eq!(recorded, reported, "the skipped rows: {runs:?}");
+    for id in &report.skipped_overlap {
+        let run = runs
+            .iter()
+            .find(|r| &r.id == id)
+            .unwrap_or_else(|| panic!("no row for the skipped fire {id}: {runs:?}"));
+        check_overlap_row(run, cap);
     }
 }
 
@@ -539,6 +574,8 @@ fn a_daemon_starting_while_a_trigger_holds_a_run_leaves_it_and_the_cap_holds() {
         let tick = sched.tick().expect("tick");
         assert!(tick.fired.is_empty(), "{tick:?}");
         assert_eq!(tick.skipped_overlap.len(), 1, "{tick:?}");
+        // The refused fire is recorded: a `skipped` row for overlap.
+        check_recorded_skips(&*schedules, "held", &tick, 1);
         assert_eq!(schedules.running_count(&s.id).expect("count"), 1);
         sched.shutdown().await;
     });

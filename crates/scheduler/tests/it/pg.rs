@@ -544,6 +544,8 @@ fn a_daemon_starting_on_postgres_leaves_a_live_triggers_run_and_the_cap_holds() 
         let tick = daemon.tick().expect("tick");
         assert!(tick.fired.is_empty(), "{tick:?}");
         assert_eq!(tick.skipped_overlap.len(), 1, "{tick:?}");
+        // The refused fire is recorded: a `skipped` row for overlap.
+        cap::check_recorded_skips(&*schedules, "held", &tick, 1);
         assert_eq!(schedules.running_count(&s.id).expect("count"), 1);
         std::fs::write(env.gate(), b"").expect("gate");
         trigger.wait_idle().await;
