@@ -8,6 +8,12 @@
 //!   (destructive-command guard).
 //! - `call_checks`: what `call/gated` adds to `call/bare`, alone (argument
 //!   validation and the gate check, no transport).
+//! - `reserved_scan_1000`: the reserved-key scan's share of reading a
+//!   1,000-tool listing's text: `value` parses it into a `Value` (the
+//!   floor), `scanned` is `parse_config` on the same text, which scans it
+//!   first and then does the same parse (the transport's order);
+//!   `scan_only` is the scan alone (the text with a reserved key as the
+//!   root's last member, walked to the end and refused).
 //!
 //! The ratio floor / measured should be at least 0.8 for both. Each group
 //! also prints a paired ratio on stderr: every timed run is followed by a
@@ -190,6 +196,36 @@ fn bench(c: &mut Criterion) {
             BatchSize::LargeInput,
         );
     });
+    // The scan the transport runs on every message, against the parse it
+    // precedes, on the listing's text.
+    let listing_text = json!({"mcpServers": {}, "tools": listed
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
+        .collect::<Vec<_>>()})
+    .to_string();
+    let mut group = c.benchmark_group("reserved_scan_1000");
+    group.bench_function("value", |b| {
+        b.iter(|| serde_json::from_str::<Value>(&listing_text).expect("json"));
+    });
+    group.bench_function("scanned", |b| {
+        b.iter(|| {
+            mcp_pool::parse_config(std::path::Path::new("listing.json"), &listing_text)
+                .expect("config")
+        });
+    });
+    // The scan alone: the same text with a reserved key as the root's
+    // last member is walked to its end and refused, never parsed.
+    let refused_text = format!(
+        "{},\"$serde_json::private::RawValue\":1}}",
+        listing_text.trim_end_matches('}')
+    );
+    group.bench_function("scan_only", |b| {
+        b.iter(|| {
+            mcp_pool::parse_config(std::path::Path::new("listing.json"), &refused_text)
+                .expect_err("refused")
+        });
+    });
+    group.finish();
     let previous = Registry::admit("many", listed.clone(), None);
     c.bench_function("admit_1000_warm", |b| {
         b.iter_batched(

@@ -97,7 +97,14 @@
 //! by serde_json's recursion limit (deeper text fails closed). `.mcp.json`
 //! text is scanned the same way: such a file is [`Error::ConfigInvalid`].
 //! The stdio leg is always read as raw lines (`LineFormat::Raw`); a line
-//! that arrived already parsed would be refused. See below for HTTP.
+//! that arrived already parsed would be refused.
+//!
+//! **Not yet covered: streamable HTTP.** rmcp's `StreamableHttpClient`
+//! implementation for `reqwest::Client` parses a JSON response body into
+//! its message type itself, so the raw text never reaches this crate; an
+//! HTTP server can still present such a key. Closing it needs a client
+//! type of this crate that fetches and scans the body (and each SSE
+//! event's `data`) before parsing.
 //!
 //! # TLS
 //!

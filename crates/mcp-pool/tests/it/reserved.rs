@@ -283,3 +283,23 @@ proptest! {
         );
     }
 }
+
+#[test]
+fn deeply_nested_text_is_refused_without_overflowing() {
+    // Past serde_json's recursion limit the scan stops with an error
+    // rather than recursing on: the file is refused (as too deep), with or
+    // without a reserved key below that depth.
+    let depth = 100_000;
+    let deep = format!(
+        "{{\"mcpServers\":{{}},\"x\":{}{{\"{RAW_VALUE}\":\"1\"}}{}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    assert!(config_error(&deep).is_some());
+    let plain = format!(
+        "{{\"mcpServers\":{{}},\"x\":{}{}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    assert!(config_error(&plain).is_some());
+}
