@@ -295,13 +295,13 @@ fn next_cause<'a>(
 }
 
 /// The error's message followed by each distinct cause's (see
-/// [`next_cause`]).
+/// [`next_cause`]), with no URL in it (see [`message_without_url`]).
 pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
+    let mut text = message_without_url(error);
     let mut source = next_cause(error);
     for _ in 0..64 {
         let Some(cause) = source else { break };
-        let message = cause.to_string();
+        let message = message_without_url(cause);
         if !text.contains(&message) {
             text.push_str(": ");
             text.push_str(&message);
@@ -309,4 +309,48 @@ pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
         source = next_cause(cause);
     }
     text
+}
+
+/// An error's message without the request URL that reqwest appends
+/// (`… for url (URL)`): a URL may carry a token in its query or userinfo,
+/// and these messages reach logs, the session's record and admin_events.
+/// The server is named beside the message instead.
+fn message_without_url(error: &(dyn std::error::Error + 'static)) -> String {
+    let text = error.to_string();
+    match error
+        .downcast_ref::<reqwest::Error>()
+        .and_then(reqwest::Error::url)
+    {
+        Some(url) => text.replace(&format!(" for url ({url})"), ""),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_servers_detail_carries_no_url_secret() {
+        // Port 1 on loopback: nothing listens, the connect is refused.
+        let url = "http://user:pa55word@127.0.0.1:1/mcp?api_key=s3cr3t-token";
+        let client =
+            http_client("srv", false, &PoolConfig::default()).expect("the pool's http client");
+        let error = client
+            .get(url)
+            .send()
+            .await
+            .expect_err("nothing listens on port 1");
+        assert!(
+            error.to_string().contains("s3cr3t-token"),
+            "reqwest's own message names the url, so the check below can fail"
+        );
+        let detail = match transport_error("srv", "initialize", &error) {
+            Error::Unreachable { detail, .. } => detail,
+            other => panic!("expected Unreachable, got {other:?}"),
+        };
+        assert!(!detail.contains("s3cr3t-token"), "{detail}");
+        assert!(!detail.contains("pa55word"), "{detail}");
+        assert!(!detail.is_empty());
+    }
 }
