@@ -14,7 +14,10 @@
 //! table row) and the rest are judged. A non-string `description` is
 //! ignored as absent, as the original does. Records nested far deeper than
 //! serde_json's default limit of 128 are parsed on a growing heap stack and
-//! judged (the gate itself never looks deeper than its depth cap).
+//! judged (the gate itself never looks deeper than its depth cap); what is
+//! built of them is dropped without recursion, whether the record is judged
+//! or abandoned by an error (trailing bytes, a later field that cannot be
+//! read) or a value is replaced by a duplicate key.
 //!
 //! A record is parsed field by field: `id`, `name`, `description` and the
 //! schema are kept (the name and description borrowed from the input), every
@@ -496,10 +499,10 @@ impl Splitter {
     }
 }
 
-/// Parses one record's JSON, at any nesting depth; the flag is true when
-/// it nests deeper than serde_json's default limit (then its values must be
-/// dropped with [`drop_iteratively`]).
-fn parse_record(bytes: &[u8]) -> Result<(Record<'_>, bool), serde_json::Error> {
+/// Parses one record's JSON, at any nesting depth. Every value it builds
+/// (kept, abandoned on an error, or replaced by a duplicate key) is dropped
+/// without recursion: see [`Envelope`], [`Tree`] and [`Collected`].
+fn parse_record(bytes: &[u8]) -> Result<Record<'_>, serde_json::Error> {
     // Valid UTF-8 (checked once, quickly) is parsed as text, so no string
     // inside is checked again; anything else as bytes, for the same errors.
     match std::str::from_utf8(bytes) {
@@ -512,17 +515,19 @@ fn parse_record(bytes: &[u8]) -> Result<(Record<'_>, bool), serde_json::Error> {
 /// deep path).
 fn parse_from<'de, R: serde_json::de::Read<'de>>(
     make: impl Fn() -> serde_json::Deserializer<R>,
-) -> Result<(Record<'de>, bool), serde_json::Error> {
+) -> Result<Record<'de>, serde_json::Error> {
     let mut de = make();
     match Record::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
         Err(e) if e.to_string().contains("recursion limit") => {
             let mut de = make();
             de.disable_recursion_limit();
             let record = Record::deserialize(serde_stacker::Deserializer::new(&mut de))?;
+            // On trailing bytes the record, however deep, goes without
+            // recursion (the `Drop` of its `Envelope`).
             de.end()?;
-            Ok((record, true))
+            Ok(record)
         }
-        other => other.map(|v| (v, false)),
+        other => other,
     }
 }
 
@@ -538,7 +543,9 @@ enum Record<'de> {
     NotObject,
 }
 
-/// The fields of a tool record the gate reads.
+/// The fields of a tool record the gate reads. The values that may nest
+/// deeply are dropped without recursion however the envelope goes (judged,
+/// or abandoned by an error in a later field or after the record).
 #[derive(Default)]
 struct Envelope<'de> {
     id: Option<Value>,
@@ -555,15 +562,26 @@ impl Envelope<'_> {
             .as_ref()
             .or(self.input_schema_snake.as_ref())
     }
+}
 
-    /// Drops the values that may nest deeply without recursion.
-    fn drop_iteratively(self) {
-        for v in [self.id, self.input_schema_camel, self.input_schema_snake]
+impl Drop for Envelope<'_> {
+    fn drop(&mut self) {
+        drop_all(
+            [
+                self.id.take(),
+                self.input_schema_camel.take(),
+                self.input_schema_snake.take(),
+            ]
             .into_iter()
-            .flatten()
-        {
-            drop_iteratively(v);
-        }
+            .flatten(),
+        );
+    }
+}
+
+/// Sets a field; the value a duplicate key replaces goes without recursion.
+fn set_field(slot: &mut Option<Value>, value: Tree) {
+    if let Some(old) = slot.replace(value.into_value()) {
+        drop_iteratively(old);
     }
 }
 
@@ -602,15 +620,11 @@ impl<'de> Visitor<'de> for RecordVisitor {
         let mut e = Envelope::default();
         while let Some(key) = map.next_key::<Field>()? {
             match key {
-                Field::Id => e.id = Some(map.next_value::<Tree>()?.0),
+                Field::Id => set_field(&mut e.id, map.next_value()?),
                 Field::Name => e.name = Some(map.next_value()?),
                 Field::Description => e.description = Some(map.next_value()?),
-                Field::InputSchemaCamel => {
-                    e.input_schema_camel = Some(map.next_value::<Tree>()?.0);
-                }
-                Field::InputSchemaSnake => {
-                    e.input_schema_snake = Some(map.next_value::<Tree>()?.0);
-                }
+                Field::InputSchemaCamel => set_field(&mut e.input_schema_camel, map.next_value()?),
+                Field::InputSchemaSnake => set_field(&mut e.input_schema_snake, map.next_value()?),
                 Field::Other => {
                     map.next_value::<Checked>()?;
                 }
@@ -814,7 +828,32 @@ impl<'de> Visitor<'de> for Checked {
 /// `lionrt` binary) `Value` reads an object whose first key is
 /// `$serde_json::private::RawValue` as the JSON text in its string, so the
 /// gate would judge another schema than the one a host receives.
+///
+/// A tree not taken with [`Tree::into_value`] is dropped without recursion.
 struct Tree(Value);
+
+impl Tree {
+    fn into_value(mut self) -> Value {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        drop_iteratively(std::mem::take(&mut self.0));
+    }
+}
+
+/// The members of an array or object being built: when the building is
+/// abandoned (an error returned through `?`), the members built so far,
+/// any of which may nest deeply, are dropped without recursion.
+struct Collected<T: IntoIterator<Item = Value> + Default>(T);
+
+impl<T: IntoIterator<Item = Value> + Default> Drop for Collected<T> {
+    fn drop(&mut self) {
+        drop_all(std::mem::take(&mut self.0));
+    }
+}
 
 impl<'de> Deserialize<'de> for Tree {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -832,21 +871,23 @@ impl<'de> Visitor<'de> for TreeVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut m = Map::new();
+        let mut m = Collected(Members(Map::new()));
         while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value::<Tree>()?.0;
+            let value = map.next_value::<Tree>()?.into_value();
             // The last of duplicate keys counts.
-            m.insert(key, value);
+            if let Some(old) = m.0.0.insert(key, value) {
+                drop_iteratively(old);
+            }
         }
-        Ok(Value::Object(m))
+        Ok(Value::Object(std::mem::take(&mut m.0.0)))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
+        let mut items = Collected(Vec::new());
         while let Some(item) = seq.next_element::<Tree>()? {
-            items.push(item.0);
+            items.0.push(item.into_value());
         }
-        Ok(Value::Array(items))
+        Ok(Value::Array(std::mem::take(&mut items.0)))
     }
 
     fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
@@ -883,14 +924,36 @@ impl<'de> Visitor<'de> for TreeVisitor {
     }
 }
 
+/// The values of an object's members (its keys are dropped as they go).
+#[derive(Default)]
+struct Members(Map<String, Value>);
+
+impl IntoIterator for Members {
+    type Item = Value;
+    type IntoIter = std::iter::Map<serde_json::map::IntoIter, fn((String, Value)) -> Value>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter().map(|(_, v)| v)
+    }
+}
+
 /// Drops a value without recursion (a deeply nested one would overflow the
 /// stack in the recursive default drop).
 fn drop_iteratively(value: Value) {
-    let mut stack = vec![value];
+    drop_all([value]);
+}
+
+/// Drops values without recursion: arrays and objects are taken apart on a
+/// heap stack, scalars dropped where they are (so a shallow value costs at
+/// most one small allocation).
+fn drop_all(values: impl IntoIterator<Item = Value>) {
+    let mut stack: Vec<Value> = Vec::new();
+    let nested = |v: &Value| matches!(v, Value::Array(_) | Value::Object(_));
+    stack.extend(values.into_iter().filter(nested));
     while let Some(v) = stack.pop() {
         match v {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(m) => stack.extend(m.into_iter().map(|(_, v)| v)),
+            Value::Array(items) => stack.extend(items.into_iter().filter(nested)),
+            Value::Object(m) => stack.extend(m.into_iter().map(|(_, v)| v).filter(nested)),
             _ => {}
         }
     }
@@ -943,7 +1006,7 @@ fn judge_bytes(
     if let Some(why) = broken {
         return ToolResult::error(None, line, index, why.to_owned());
     }
-    let (parsed, deep) = match parse_record(bytes) {
+    let parsed = match parse_record(bytes) {
         Ok(parsed) => parsed,
         Err(e) => {
             let at_line = record_line + e.line().saturating_sub(1);
@@ -958,12 +1021,8 @@ fn judge_bytes(
     let Record::Tool(envelope) = parsed else {
         return ToolResult::error(None, line, index, "a tool must be a json object".to_owned());
     };
-    let result = judge_envelope(&envelope, line, index, explained);
-    // Within serde_json's default nesting limit the recursive drop is safe.
-    if deep {
-        envelope.drop_iteratively();
-    }
-    result
+    // The envelope's values, however deep, are dropped without recursion.
+    judge_envelope(&envelope, line, index, explained)
 }
 
 /// True when a value nests deeper than `limit` (checked without recursion).

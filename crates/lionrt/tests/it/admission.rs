@@ -229,3 +229,132 @@ fn judging_threads_take_large_deep_and_listed_records() {
         }
     }
 }
+
+/// A value nested `levels` deep: arrays, or objects.
+fn nested(levels: usize, objects: bool) -> String {
+    if objects {
+        format!("{}1{}", "{\"a\":".repeat(levels), "}".repeat(levels))
+    } else {
+        format!("{}1{}", "[".repeat(levels), "]".repeat(levels))
+    }
+}
+
+/// Records a million levels deep in the schema, the id or an unread field,
+/// each abandoned by trailing bytes or a later field that cannot be read
+/// (or replaced by a duplicate key, or judged with a name that is no
+/// string), each followed by a good record; with each record's expected
+/// JSON Lines output: `Err(fragment of the error)` or `Ok(verdict)`.
+fn deep_abandoned_records() -> (String, Vec<Result<&'static str, &'static str>>) {
+    let arrays = nested(1_000_000, false);
+    let objects = nested(1_000_000, true);
+    let bash = r#"{"type": "object", "properties": {"cmd": {"type": "string"}}}"#;
+    let bad: Vec<(String, Result<&str, &str>)> = vec![
+        (
+            format!(r#"{{"name": "a", "inputSchema": {arrays}}} x"#),
+            Err("trailing characters"),
+        ),
+        (
+            format!(r#"{{"name": "a", "inputSchema": {objects}, "description": "\q"}}"#),
+            Err("invalid escape"),
+        ),
+        (
+            format!(r#"{{"id": {arrays}, "name": "a", "x": [1, }}"#),
+            Err("not json"),
+        ),
+        (
+            format!(r#"{{"name": "a", "id": {objects}}} x"#),
+            Err("trailing characters"),
+        ),
+        (
+            format!(r#"{{"id": {arrays}, "name": 5}}"#),
+            Err("\"name\" must be a string"),
+        ),
+        (
+            format!(r#"{{"name": "a", "annotations": {objects}, "description": "\q"}}"#),
+            Err("invalid escape"),
+        ),
+        (
+            format!(r#"{{"name": "a", "annotations": {arrays}}} x"#),
+            Err("trailing characters"),
+        ),
+        (
+            format!(r#"{{"input_schema": {objects}, "input_schema": {bash}, "name": "bash"}}"#),
+            Ok("deny"),
+        ),
+    ];
+    // A first object alone is read as one record and the rest as JSON
+    // Lines: the deep records come after a first good one.
+    let good = r#"{"name": "search", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}"#;
+    let mut text = format!("{good}\n");
+    let mut expect = vec![Ok("allow")];
+    for (record, outcome) in bad {
+        text.push_str(&record);
+        text.push('\n');
+        expect.push(outcome);
+        text.push_str(good);
+        text.push('\n');
+        expect.push(Ok("allow"));
+    }
+    (text, expect)
+}
+
+/// Checks the deep abandoned records with `--jobs {jobs}`: an error record
+/// for each bad one, a verdict for each after it, exit 2, no crash.
+fn deep_abandoned_records_with(jobs: &str) {
+    let (input, expect) = deep_abandoned_records();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args([
+            "admission",
+            "check",
+            "-",
+            "--format",
+            "jsonl",
+            "--jobs",
+            jobs,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // A crashed checker stops reading: its status, not the broken pipe, is
+    // what fails the test.
+    let mut stdin = child.stdin.take().expect("stdin");
+    let _ = stdin.write_all(input.as_bytes());
+    drop(stdin);
+    let out = child.wait_with_output().expect("output");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--jobs {jobs}: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    assert_eq!(lines.len(), expect.len(), "--jobs {jobs}");
+    for (i, (line, want)) in lines.iter().zip(&expect).enumerate() {
+        match want {
+            Err(fragment) => {
+                let error = line["error"].as_str().unwrap_or_default();
+                assert!(error.contains(fragment), "--jobs {jobs} record {i}: {line}");
+            }
+            Ok(verdict) => assert_eq!(
+                line["verdict"], *verdict,
+                "--jobs {jobs} record {i}: {line}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn deep_records_abandoned_by_an_error_never_crash_one_thread() {
+    deep_abandoned_records_with("1");
+}
+
+#[test]
+fn deep_records_abandoned_by_an_error_never_crash_two_threads() {
+    deep_abandoned_records_with("2");
+}

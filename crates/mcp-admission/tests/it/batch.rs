@@ -599,3 +599,114 @@ fn deep_values_in_any_field_are_read_without_overflow() {
     assert_eq!(results[3].id, Some(json!("(id nested too deep)")));
     assert_eq!(results[3].reason, None);
 }
+
+/// A value nested `levels` deep: arrays, or objects.
+fn nested(levels: usize, objects: bool) -> String {
+    if objects {
+        format!("{}1{}", "{\"a\":".repeat(levels), "}".repeat(levels))
+    } else {
+        format!("{}1{}", "[".repeat(levels), "]".repeat(levels))
+    }
+}
+
+/// An expected `bash` record denied for its command string.
+pub(crate) const DENIED: i64 = -1;
+/// An expected record judged, whatever the verdict.
+pub(crate) const JUDGED: i64 = -2;
+
+/// Records holding a value `levels` deep in `field`, each ending another
+/// way (trailing bytes, a later field that cannot be read, a name that is no
+/// string, a duplicate key replacing it), each followed by a good record;
+/// with what each one must come to: `Err(fragment of the error)` or
+/// `Ok(id of a judged record)` ([`DENIED`]: a judged `bash` denied for its
+/// schema, [`JUDGED`]: judged, whatever the verdict).
+pub(crate) fn deep_then_failing(levels: usize) -> (String, Vec<Result<i64, &'static str>>) {
+    let bash = r#"{"type": "object", "properties": {"cmd": {"type": "string"}}}"#;
+    // A first object alone is read as one record and the rest as JSON
+    // Lines: the deep records come after a first good one.
+    let mut text = String::from("{\"id\": 0, \"name\": \"search\"}\n");
+    let mut expect = vec![Ok(0)];
+    let mut good = 0;
+    for objects in [false, true] {
+        let deep = nested(levels, objects);
+        for field in ["inputSchema", "input_schema", "id", "annotations"] {
+            let replacement = if field == "id" { "7" } else { bash };
+            let records = [
+                (
+                    format!(r#"{{"name": "a", "{field}": {deep}}} x"#),
+                    Err("trailing characters"),
+                ),
+                (
+                    format!(r#"{{"name": "a", "{field}": {deep}, "description": "\q"}}"#),
+                    Err("invalid escape"),
+                ),
+                (
+                    format!(r#"{{"{field}": {deep}, "name": "a", "x": [1, }}"#),
+                    Err("not json"),
+                ),
+                (
+                    format!(r#"{{"{field}": {deep}, "name": 5}}"#),
+                    Err("\"name\" must be a string"),
+                ),
+                (
+                    format!(r#"{{"{field}": {deep}, "{field}": {replacement}, "name": "bash"}}"#),
+                    Ok(match field {
+                        "id" => 7,
+                        "annotations" => JUDGED,
+                        _ => DENIED,
+                    }),
+                ),
+            ];
+            for (record, outcome) in records {
+                text.push_str(&record);
+                text.push('\n');
+                expect.push(outcome);
+                good += 1;
+                text.push_str(&format!(
+                    r#"{{"id": {good}, "name": "search", "inputSchema": {{"type": "object", "properties": {{"q": {{"type": "string"}}}}}}}}"#
+                ));
+                text.push('\n');
+                expect.push(Ok(good));
+            }
+        }
+    }
+    (text, expect)
+}
+
+#[test]
+fn deep_values_abandoned_by_an_error_are_dropped_without_overflow() {
+    // 100,000 levels (enough to overflow a test thread's stack in a
+    // recursive drop; `lionrt admission check` is tested with a million) in
+    // a kept field (the schema, the id) or an unread one, then trailing bytes, a later field that fails, a name that is no
+    // string, or a duplicate key replacing it: the record is an error record
+    // (or judged, for the duplicate key), the next one is judged, and
+    // nothing overflows the stack dropping what was built.
+    let (text, expect) = deep_then_failing(100_000);
+    let results = check_text(&text);
+    assert_eq!(results.len(), expect.len());
+    for (i, (r, want)) in results.iter().zip(&expect).enumerate() {
+        match want {
+            Err(fragment) => {
+                let error = r
+                    .error
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("record {i}: judged"));
+                assert!(error.contains(fragment), "record {i}: {error}");
+            }
+            Ok(id) => {
+                assert_eq!(r.error, None, "record {i}");
+                match *id {
+                    DENIED => assert_eq!(r.reason, Some(Reason::UnboundedCommandInput)),
+                    JUDGED => assert_eq!(r.name, "bash", "record {i}"),
+                    id => {
+                        assert_eq!(r.id, Some(json!(id)), "record {i}");
+                        if id != 7 {
+                            assert_eq!(r.reason, None, "record {i}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(exit_code(&results), EXIT_UNREADABLE);
+}
