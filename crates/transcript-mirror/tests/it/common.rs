@@ -75,6 +75,18 @@ impl Env {
         conn.query_row(sql, [arg], |r| r.get(0)).expect("int query")
     }
 
+    /// Every progression item as (message id, position), in position order.
+    pub(crate) fn progression_order(&self) -> Vec<(String, i64)> {
+        let conn = self.store.engine().conn().expect("conn");
+        let mut stmt = conn
+            .prepare("SELECT message_id, position FROM progression_items ORDER BY position")
+            .expect("prepare");
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    }
+
     pub(crate) fn exec(&self, sql: &str) {
         let conn = self.store.engine().conn().expect("conn");
         conn.execute_batch(sql).expect("exec");

@@ -30,16 +30,7 @@ fn messages_upsert_by_id_and_progressions_hold_each_id_once() {
         env.count("SELECT count(*) FROM progression_items WHERE message_id = 'm1'"),
         1
     );
-    let order: Vec<(String, i64)> = {
-        let conn = env.store.engine().conn().expect("conn");
-        let mut stmt = conn
-            .prepare("SELECT message_id, position FROM progression_items ORDER BY position")
-            .expect("prepare");
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
-    };
+    let order = env.progression_order();
     assert_eq!(order, [("m1".to_owned(), 0), ("m2".to_owned(), 1)]);
 }
 
@@ -293,16 +284,7 @@ fn a_large_batch_mixing_new_existing_and_repeated_ids_keeps_each_id_once_in_orde
         env.count("SELECT count(*) FROM messages"),
         (40 + new_ids) as i64
     );
-    let order: Vec<(String, i64)> = {
-        let conn = env.store.engine().conn().expect("conn");
-        let mut stmt = conn
-            .prepare("SELECT message_id, position FROM progression_items ORDER BY position")
-            .expect("prepare");
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
-    };
+    let order = env.progression_order();
     let mut expected: Vec<String> = first.iter().map(|m| m.id.clone()).collect();
     for m in &second {
         if !expected.contains(&m.id) {
@@ -353,16 +335,7 @@ fn a_new_message_already_listed_in_its_progression_is_not_listed_twice() {
     let w = write(&env.store, &s, &batch);
     assert_eq!((w.messages_added, w.messages_updated), (20, 0));
     assert_eq!(env.count("SELECT count(*) FROM messages"), 21);
-    let order: Vec<(String, i64)> = {
-        let conn = env.store.engine().conn().expect("conn");
-        let mut stmt = conn
-            .prepare("SELECT message_id, position FROM progression_items ORDER BY position")
-            .expect("prepare");
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
-    };
+    let order = env.progression_order();
     let mut expected = vec!["m0".to_owned(), "orphan".to_owned()];
     expected.extend(
         batch
