@@ -64,12 +64,11 @@ fn cases() -> Vec<Case> {
         .collect()
 }
 
-pub(crate) fn batch(c: &mut Criterion) {
-    let cases = cases();
-    let copies = 20;
+/// The cases as JSON Lines tool records, `copies` times over (ids `0..copies`).
+fn corpus(cases: &[Case], copies: usize) -> String {
     let mut jsonl = String::new();
     for i in 0..copies {
-        for case in &cases {
+        for case in cases {
             let record = json!({
                 "id": i,
                 "name": case.name,
@@ -80,6 +79,13 @@ pub(crate) fn batch(c: &mut Criterion) {
             jsonl.push('\n');
         }
     }
+    jsonl
+}
+
+pub(crate) fn batch(c: &mut Criterion) {
+    let cases = cases();
+    let copies = 20;
+    let jsonl = corpus(&cases, copies);
     let records = (cases.len() * copies) as u64;
     let mut group = c.benchmark_group("batch");
     group.throughput(Throughput::Elements(records));
@@ -341,19 +347,7 @@ pub(crate) fn cli(c: &mut Criterion) {
     eprintln!("cli/*: spawning {}", bin.display());
     let cases = cases();
     let copies = 1_000;
-    let mut jsonl = String::new();
-    for i in 0..copies {
-        for case in &cases {
-            let record = json!({
-                "id": i,
-                "name": case.name,
-                "description": case.description,
-                "inputSchema": case.schema,
-            });
-            jsonl.push_str(&record.to_string());
-            jsonl.push('\n');
-        }
-    }
+    let jsonl = corpus(&cases, copies);
     let records = cases.len() * copies;
     let corpus =
         std::env::temp_dir().join(format!("mcp-admission-bench-{}.jsonl", std::process::id()));
