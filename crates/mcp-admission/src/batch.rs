@@ -601,6 +601,36 @@ impl Text<'_> {
     }
 }
 
+/// The `Visitor` methods for JSON scalars other than strings (booleans,
+/// numbers, `null`), each answering `$value`.
+macro_rules! scalars_as {
+    ($value:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($value)
+        }
+    };
+}
+
 impl<'de> Deserialize<'de> for Record<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(RecordVisitor)
@@ -638,33 +668,11 @@ impl<'de> Visitor<'de> for RecordVisitor {
         Ok(Record::NotObject)
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Record::NotObject)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Record::NotObject)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Record::NotObject)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Record::NotObject)
-    }
-
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
         Ok(Record::NotObject)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Record::NotObject)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Record::NotObject)
-    }
+    scalars_as!(Record::NotObject);
 }
 
 /// The keys of a tool record, matched after unescaping (as a `Value` would).
@@ -741,29 +749,7 @@ impl<'de> Visitor<'de> for TextVisitor {
         Ok(Text::NotString)
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Text::NotString)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Text::NotString)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Text::NotString)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Text::NotString)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Text::NotString)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Text::NotString)
-    }
+    scalars_as!(Text::NotString);
 }
 
 /// A JSON value checked as a `Value` parse checks it (strings unescaped,
@@ -793,33 +779,11 @@ impl<'de> Visitor<'de> for Checked {
         Ok(Checked)
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(Checked)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(Checked)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(Checked)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(Checked)
-    }
-
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
         Ok(Checked)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Checked)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Checked)
-    }
+    scalars_as!(Checked);
 }
 
 /// A `Value` built from JSON text exactly as written. Unlike
