@@ -446,18 +446,6 @@ impl ScheduleStore for PgSchedules {
         self.call(move |c| Ok(c.store.transition(&cmd)?.result == OutcomeKind::Applied))
     }
 
-    fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error> {
-        self.call(|c| {
-            let rows = c.conn()?.query(
-                "SELECT id, session_id FROM schedule_runs WHERE status = 'running'",
-                &[],
-            )?;
-            rows.iter()
-                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
-                .collect()
-        })
-    }
-
     fn running_claims(&self) -> Result<Vec<RunningRun>, Error> {
         self.call(|c| {
             let rows = c.conn()?.query(

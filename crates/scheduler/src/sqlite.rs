@@ -292,16 +292,6 @@ impl ScheduleStore for Schedules {
         Ok(self.store.transition(&cmd)?.result == OutcomeKind::Applied)
     }
 
-    fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error> {
-        let conn = self.conn()?;
-        let mut stmt =
-            conn.prepare("SELECT id, session_id FROM schedule_runs WHERE status = 'running'")?;
-        let rows = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
-    }
-
     fn running_claims(&self) -> Result<Vec<RunningRun>, Error> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(

@@ -199,9 +199,6 @@ pub trait ScheduleStore: Send + Sync + std::fmt::Debug {
         actor: &Actor,
     ) -> Result<bool, Error>;
 
-    /// `running` runs with the session each started.
-    fn running_runs(&self) -> Result<Vec<(String, Option<String>)>, Error>;
-
     /// `running` runs with the session each started and who claimed it.
     fn running_claims(&self) -> Result<Vec<RunningRun>, Error>;
 
