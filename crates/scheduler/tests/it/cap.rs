@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
-use lifecycle_core::{Actor, ActorType};
+use lifecycle_core::{Actor, ActorType, TransitionRecord};
 use scheduler::{
     Clock, Fire, Launcher, ManualClock, RunOutcome, ScheduleRun, ScheduleStore, Scheduler,
     SchedulerConfig, Schedules, TickReport,
@@ -56,6 +56,23 @@ fn sqlite_schedules(engine: &Engine) -> Arc<dyn ScheduleStore> {
         Store::new(engine.clone()),
         Actor::new(ActorType::Operator, "racer"),
     ))
+}
+
+/// A racer's scheduler: the daemon (`tick`, its preamble run by
+/// `Scheduler::start`) or a trigger (`Scheduler::attach`).
+pub(crate) fn racer<C: Clock, L: Launcher>(
+    schedules: Arc<dyn ScheduleStore>,
+    clock: C,
+    launcher: Arc<L>,
+    tick: bool,
+) -> Scheduler<C, L> {
+    if tick {
+        Scheduler::start(schedules, clock, launcher, SchedulerConfig::default())
+            .expect("start")
+            .0
+    } else {
+        Scheduler::attach(schedules, clock, launcher)
+    }
 }
 
 /// One racer's fires: the daemon's tick (`tick`) or `TRIGGERS` triggers.
@@ -160,6 +177,29 @@ pub(crate) fn check_recorded_skips(
     }
 }
 
+/// The first fire the racers reported started.
+pub(crate) fn first_fire(reports: &[TickReport]) -> &String {
+    reports
+        .iter()
+        .flat_map(|r| &r.fired)
+        .next()
+        .expect("a fire")
+}
+
+/// Checks a claimed run's history while its leg still waits: one row,
+/// created `running` with the fire's reason.
+pub(crate) fn check_claimed_history(history: &[TransitionRecord]) {
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(
+        (
+            history[0].from_status.as_deref(),
+            history[0].to_status.as_str()
+        ),
+        (None, "running")
+    );
+    assert_eq!(history[0].reason_code, "schedule.fired.due");
+}
+
 /// After the gate opened and every racer waited for its runs: they all
 /// completed, and none is running.
 pub(crate) fn check_ended(store: &dyn ScheduleStore, reports: &[TickReport]) {
@@ -188,6 +228,19 @@ pub(crate) fn wait_until(what: &str, ready: impl Fn() -> bool) {
     while !ready() {
         assert!(since.elapsed() < DEADLINE, "{what} never happened");
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits (polling, up to the deadline counted from `since`) until `child`
+/// exits, and checks that it succeeded.
+fn wait_exit(child: &mut Child, what: &str, since: Instant) {
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            assert!(status.success(), "{what} failed: {status}");
+            return;
+        }
+        assert!(since.elapsed() < DEADLINE, "{what} never ended");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -225,13 +278,7 @@ fn threads_triggering_while_the_daemon_ticks_never_exceed_max_concurrent() {
                 let schedules = sqlite_schedules(&engine);
                 let launcher = gated_launcher(Store::new(engine), &gate);
                 runtime().block_on(async move {
-                    let mut sched = if tick {
-                        Scheduler::start(schedules, clock, launcher, SchedulerConfig::default())
-                            .expect("start")
-                            .0
-                    } else {
-                        Scheduler::attach(schedules, clock, launcher)
-                    };
+                    let mut sched = racer(schedules, clock, launcher, tick);
                     let report = race(&mut sched, tick, || {
                         ready_tx.send(()).expect("ready");
                         wait_until("go", || go.load(Ordering::SeqCst));
@@ -252,37 +299,19 @@ fn threads_triggering_while_the_daemon_ticks_never_exceed_max_concurrent() {
         check_cap(&*schedules, cap, &reports, 1 + triggering * TRIGGERS);
         // A claimed run's history is the lifecycle store's: created
         // `running` by the scheduler with the fire's reason.
-        let first = reports
-            .iter()
-            .flat_map(|r| &r.fired)
-            .next()
-            .expect("a fire");
         let history = schedules
             .store()
-            .history("schedule_run", first)
+            .history("schedule_run", first_fire(&reports))
             .expect("history");
-        assert_eq!(history.len(), 1, "{history:?}");
-        assert_eq!(
-            (
-                history[0].from_status.as_deref(),
-                history[0].to_status.as_str()
-            ),
-            (None, "running")
-        );
-        assert_eq!(history[0].reason_code, "schedule.fired.due");
+        check_claimed_history(&history);
         assert_eq!(history[0].actor_type, "scheduler");
         drop(gate);
         reports
     });
     check_ended(&*schedules, &reports);
-    let first = reports
-        .iter()
-        .flat_map(|r| &r.fired)
-        .next()
-        .expect("a fire");
     let history = schedules
         .store()
-        .history("schedule_run", first)
+        .history("schedule_run", first_fire(&reports))
         .expect("history");
     assert_eq!(
         history.last().map(|h| h.to_status.as_str()),
@@ -308,13 +337,7 @@ fn worker_cap_racer() {
     let clock = Arc::new(ManualClock::new(DUE));
     let tick = role == "tick";
     runtime().block_on(async move {
-        let mut sched = if tick {
-            Scheduler::start(schedules, clock, launcher, SchedulerConfig::default())
-                .expect("start")
-                .0
-        } else {
-            Scheduler::attach(schedules, clock, launcher)
-        };
+        let mut sched = racer(schedules, clock, launcher, tick);
         let report = race(&mut sched, tick, || {
             #[allow(clippy::print_stdout, reason = "the worker reports to its parent")]
             {
@@ -432,14 +455,7 @@ fn processes_triggering_while_a_daemon_process_ticks_never_exceed_max_concurrent
     env.open_gate();
     let since = Instant::now();
     for c in &mut racers.children {
-        loop {
-            if let Some(status) = c.try_wait().expect("wait") {
-                assert!(status.success(), "a racer failed: {status}");
-                break;
-            }
-            assert!(since.elapsed() < DEADLINE, "a racer never ended");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_exit(c, "a racer", since);
     }
     check_ended(&*schedules, &reports);
 }
@@ -580,16 +596,7 @@ fn a_daemon_starting_while_a_trigger_holds_a_run_leaves_it_and_the_cap_holds() {
         sched.shutdown().await;
     });
     env.open_gate();
-    let since = Instant::now();
-    let child = &mut racers.children[0];
-    loop {
-        if let Some(code) = child.try_wait().expect("wait") {
-            assert!(code.success(), "the holder failed: {code}");
-            break;
-        }
-        assert!(since.elapsed() < DEADLINE, "the holder never ended");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_exit(&mut racers.children[0], "the holder", Instant::now());
     assert_eq!(
         status(&held).0,
         "completed",

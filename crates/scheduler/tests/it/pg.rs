@@ -445,13 +445,7 @@ fn hosts_triggering_while_a_daemon_ticks_on_postgres_never_exceed_max_concurrent
                 ));
                 let launcher = gated_launcher(store, &gate);
                 runtime().block_on(async move {
-                    let mut sched = if tick {
-                        Scheduler::start(schedules, clock, launcher, SchedulerConfig::default())
-                            .expect("start")
-                            .0
-                    } else {
-                        Scheduler::attach(schedules, clock, launcher)
-                    };
+                    let mut sched = cap::racer(schedules, clock, launcher, tick);
                     let report = cap::race(&mut sched, tick, || {
                         ready_tx.send(()).expect("ready");
                         cap::wait_until("go", || go.load(Ordering::SeqCst));
@@ -482,21 +476,11 @@ fn hosts_triggering_while_a_daemon_ticks_on_postgres_never_exceed_max_concurrent
             1 + triggering * cap::TRIGGERS,
         );
         // A claimed run's history is the lifecycle store's.
-        let first = reports
-            .iter()
-            .flat_map(|r| &r.fired)
-            .next()
-            .expect("a fire");
-        let history = env.store.history("schedule_run", first).expect("history");
-        assert_eq!(history.len(), 1, "{history:?}");
-        assert_eq!(
-            (
-                history[0].from_status.as_deref(),
-                history[0].to_status.as_str()
-            ),
-            (None, "running")
-        );
-        assert_eq!(history[0].reason_code, "schedule.fired.due");
+        let history = env
+            .store
+            .history("schedule_run", cap::first_fire(&reports))
+            .expect("history");
+        cap::check_claimed_history(&history);
         drop(gate);
         reports
     });
