@@ -1263,8 +1263,9 @@ impl Checker {
         self.renderer.record(result, out);
     }
 
-    /// Ends the output of [`Self::render`] and returns the tally (the
-    /// input must have been ended with [`Self::split_finish`]).
+    /// Ends the output of [`Self::render`] or [`Self::add_jsonl`] and
+    /// returns the tally (the input must have been ended with
+    /// [`Self::split_finish`] or [`Self::split_finish_batch`]).
     pub fn finish_rendered(mut self, out: &mut String) -> Tally {
         self.renderer.finish(&self.tally, out);
         self.tally
