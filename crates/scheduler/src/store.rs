@@ -112,8 +112,10 @@ pub enum Claim {
 
 /// Where schedules and their runs live. Definitions change in one
 /// transaction each (`apply`: one for the whole set), every status change
-/// with its `status_transitions` row; runs are created and ended through
-/// the lifecycle store, so every run status obeys the schedule_run policy.
+/// with its `status_transitions` row; a run starts by [`Self::claim_run`]
+/// (its row decided by the schedule_run policy), skipped runs are created
+/// and every run is ended through the lifecycle store, so every run status
+/// obeys that policy.
 ///
 /// Every method blocks on the database: call it off an async runtime's
 /// worker (the PostgreSQL store moves off it by itself, through
