@@ -174,34 +174,23 @@ impl Guard {
         Ok(())
     }
 
-    /// Writes one `admin_events` row per refusal on a PostgreSQL store (the
-    /// same columns as on SQLite; the engine's connection has the schema on
-    /// its search path).
+    /// Writes one `admin_events` row per refusal on a PostgreSQL store, in
+    /// one transaction.
     pub(crate) fn record_pg(&self, store: &state_postgres::PgStore) -> Result<()> {
         if self.audit.is_empty() {
             return Ok(());
         }
-        let mut conn = store.engine().conn()?;
-        let mut tx = conn.transaction()?;
-        for (session, detail) in &self.audit {
-            tx.execute(
-                "INSERT INTO admin_events (kind, entity_type, entity_id, actor_type, actor_id, detail_json, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                &[
-                    &REFUSED_KIND,
-                    &REFUSED_ENTITY,
-                    session,
-                    &lifecycle_core::ActorType::System.as_str(),
-                    &ACTOR_ID,
-                    &detail.to_string(),
-                    &state_postgres::now_micros(),
-                ],
+        let actor = lifecycle_core::Actor::new(lifecycle_core::ActorType::System, ACTOR_ID);
+        store
+            .record_admin_events(
+                REFUSED_KIND,
+                REFUSED_ENTITY,
+                &actor,
+                self.audit
+                    .iter()
+                    .map(|(session, detail)| (session.as_str(), detail)),
             )
-            .context("recording an mcp forwarding refusal in admin_events")?;
-        }
-        tx.commit()
-            .context("recording the mcp forwarding refusals in admin_events")?;
-        Ok(())
+            .context("recording the mcp forwarding refusals in admin_events")
     }
 }
 

@@ -624,6 +624,39 @@ impl PgStore {
             })
             .collect()
     }
+
+    /// Appends `admin_events` rows for a decision made outside the
+    /// transition service (a forwarded MCP server refused, say): one row
+    /// per `(entity_id, detail)`, all with `kind`, `entity_type` and
+    /// `actor`, in one transaction (all or none). The PostgreSQL
+    /// counterpart of `state_sqlite::admin::record_admin_event`.
+    ///
+    /// # Errors
+    ///
+    /// [`PgStoreError`] when no connection is had or PostgreSQL refuses
+    /// an insert or the commit.
+    pub fn record_admin_events<'a>(
+        &self,
+        kind: &str,
+        entity_type: &str,
+        actor: &Actor,
+        events: impl IntoIterator<Item = (&'a str, &'a Value)>,
+    ) -> Result<(), PgStoreError> {
+        let mut conn = self.engine.conn()?;
+        let mut tx = conn.transaction()?;
+        for (entity_id, detail) in events {
+            admin_event(
+                &mut tx,
+                kind,
+                Some(entity_type),
+                Some(entity_id),
+                actor,
+                detail,
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
 }
 
 /// Appends one `admin_events` row inside `tx`.
