@@ -243,6 +243,50 @@ fn run_with(s: &Setup, provider: &str, session: &str) -> Output {
     )
 }
 
+/// A codex stand-in on `s.bin` and an empty `CODEX_HOME` for it: the
+/// stand-in's argv file and the home.
+fn codex_stand_in(s: &Setup) -> (PathBuf, PathBuf) {
+    let argv_file = stand_in(
+        &s.bin,
+        "codex",
+        &stream_fixture("codex_exec_json_success.jsonl"),
+    );
+    let codex_home = s.root.join("codex-home");
+    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    (argv_file, codex_home)
+}
+
+/// `[first..] --db DB run --provider codex` on the forwarded set of `s`,
+/// then `last`.
+fn codex_run_args(s: &Setup, first: &[&str], last: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = first.iter().map(|a| (*a).to_owned()).collect();
+    args.extend(
+        [
+            "--db",
+            &s.db.to_string_lossy(),
+            "run",
+            "--provider",
+            "codex",
+            "--workspace",
+            &s.workspace.to_string_lossy(),
+            "--mcp-config",
+            &s.config.to_string_lossy(),
+            // Generous under load: a slow handshake is not what is tested.
+            "--mcp-init-timeout",
+            "60",
+        ]
+        .map(str::to_owned),
+    );
+    args.extend(last.iter().map(|a| (*a).to_owned()));
+    args
+}
+
+/// `lionrt` as [`lionrt_codex`] runs it, with `args` as owned strings.
+fn run_codex(s: &Setup, codex_home: &Path, args: &[String]) -> Output {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    lionrt_codex(&s.root, &s.home, &s.bin, codex_home, &args)
+}
+
 /// The admission event line of a `run --json`.
 fn admission_event(out: &Output) -> Value {
     String::from_utf8_lossy(&out.stdout)
@@ -724,13 +768,7 @@ fn codex_gets_its_own_servers_disabled_so_the_forwarded_set_is_the_whole_set() {
         "twin": {"command": fixture(BENIGN), "args": ["benign", &s.tag]},
     }});
     std::fs::write(&s.config, servers.to_string()).expect("write config");
-    let argv_file = stand_in(
-        &s.bin,
-        "codex",
-        &stream_fixture("codex_exec_json_success.jsonl"),
-    );
-    let codex_home = s.root.join("codex-home");
-    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    let (argv_file, codex_home) = codex_stand_in(&s);
     // The user's own servers, one of them named like a forwarded one, and
     // a project layer in the workspace.
     std::fs::write(
@@ -745,24 +783,8 @@ fn codex_gets_its_own_servers_disabled_so_the_forwarded_set_is_the_whole_set() {
         "[mcp_servers.proj]\nurl = \"http://127.0.0.1:9/mcp\"\n",
     )
     .expect("write project config");
-    let db = s.db.to_string_lossy().into_owned();
-    let args = [
-        "--json",
-        "--db",
-        &db,
-        "run",
-        "--provider",
-        "codex",
-        "--session",
-        "fo",
-        "--workspace",
-        &s.workspace.to_string_lossy(),
-        "--mcp-config",
-        &s.config.to_string_lossy(),
-        "--mcp-init-timeout",
-        "60",
-    ];
-    let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+    let args = codex_run_args(&s, &["--json"], &["--session", "fo"]);
+    let out = run_codex(&s, &codex_home, &args);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let argv = read_argv(&argv_file).expect("the stand-in ran");
     let overrides = mcp_overrides(&argv);
@@ -838,27 +860,8 @@ fn codex_gets_its_own_servers_disabled_so_the_forwarded_set_is_the_whole_set() {
 #[test]
 fn a_codex_config_that_cannot_be_parsed_refuses_the_run_before_any_session() {
     let s = setup("unparsable");
-    let argv_file = stand_in(
-        &s.bin,
-        "codex",
-        &stream_fixture("codex_exec_json_success.jsonl"),
-    );
-    let codex_home = s.root.join("codex-home");
-    std::fs::create_dir_all(&codex_home).expect("mkdir");
-    let db = s.db.to_string_lossy().into_owned();
-    let args = [
-        "--db",
-        &db,
-        "run",
-        "--provider",
-        "codex",
-        "--workspace",
-        &s.workspace.to_string_lossy(),
-        "--mcp-config",
-        &s.config.to_string_lossy(),
-        "--mcp-init-timeout",
-        "60",
-    ];
+    let (argv_file, codex_home) = codex_stand_in(&s);
+    let args = codex_run_args(&s, &[], &[]);
     for (text, wants) in [
         ("[mcp_servers.mine\ncommand = \"sh\"\n", "cannot be parsed"),
         ("mcp_servers = 1\n", "cannot be parsed"),
@@ -868,7 +871,7 @@ fn a_codex_config_that_cannot_be_parsed_refuses_the_run_before_any_session() {
         ),
     ] {
         std::fs::write(codex_home.join("config.toml"), text).expect("write");
-        let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+        let out = run_codex(&s, &codex_home, &args);
         assert_eq!(out.status.code(), Some(1), "{out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(wants), "{stderr}");
@@ -887,7 +890,7 @@ fn a_codex_config_that_cannot_be_parsed_refuses_the_run_before_any_session() {
         "[mcp_servers.mine]\ncommand = \"sh\"\n",
     )
     .expect("write");
-    let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+    let out = run_codex(&s, &codex_home, &args);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let argv = read_argv(&argv_file).expect("the stand-in ran");
     assert!(mcp_overrides(&argv).contains(&"mcp_servers.mine.enabled=false"));
@@ -1023,13 +1026,7 @@ fn git(repo: &Path, args: &[&str]) {
 fn with_a_sandbox_codex_also_gets_the_committed_project_servers_disabled() {
     // contract: PRV-095
     let s = setup("sandbox");
-    let argv_file = stand_in(
-        &s.bin,
-        "codex",
-        &stream_fixture("codex_exec_json_success.jsonl"),
-    );
-    let codex_home = s.root.join("codex-home");
-    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    let (argv_file, codex_home) = codex_stand_in(&s);
     // The worktree codex will work in holds the committed file; the one on
     // disk was changed since.
     std::fs::create_dir_all(s.workspace.join(".codex")).expect("mkdir");
@@ -1043,27 +1040,9 @@ fn with_a_sandbox_codex_also_gets_the_committed_project_servers_disabled() {
     git(&s.workspace, &["add", ".codex/config.toml"]);
     git(&s.workspace, &["commit", "-qm", "init"]);
     std::fs::write(&layer, "[mcp_servers.local]\ncommand = \"sh\"\n").expect("write");
-    let db = s.db.to_string_lossy().into_owned();
-    let ws = s.workspace.to_string_lossy().into_owned();
-    let config = s.config.to_string_lossy().into_owned();
     let run = |extra: &[&str]| {
         let _ = std::fs::remove_file(&argv_file);
-        let mut args = vec![
-            "--json",
-            "--db",
-            &db,
-            "run",
-            "--provider",
-            "codex",
-            "--workspace",
-            &ws,
-            "--mcp-config",
-            &config,
-            "--mcp-init-timeout",
-            "60",
-        ];
-        args.extend(extra);
-        let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+        let out = run_codex(&s, &codex_home, &codex_run_args(&s, &["--json"], extra));
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         let argv = read_argv(&argv_file).expect("the stand-in ran");
         let own: Vec<String> = mcp_overrides(&argv)
@@ -1116,13 +1095,7 @@ fn with_a_sandbox_a_committed_codex_config_that_cannot_be_read_as_a_file_refuses
     // known and the run is refused before any session (never treated as
     // "no such file").
     let s = setup("sandbox-symlink");
-    let argv_file = stand_in(
-        &s.bin,
-        "codex",
-        &stream_fixture("codex_exec_json_success.jsonl"),
-    );
-    let codex_home = s.root.join("codex-home");
-    std::fs::create_dir_all(&codex_home).expect("mkdir");
+    let (argv_file, codex_home) = codex_stand_in(&s);
     std::fs::create_dir_all(s.workspace.join(".codex")).expect("mkdir");
     // The link's target text is itself valid TOML declaring nothing, so a
     // reader that took the blob as the file would see no servers, while
@@ -1136,23 +1109,7 @@ fn with_a_sandbox_a_committed_codex_config_that_cannot_be_read_as_a_file_refuses
     git(&s.workspace, &["init", "-q"]);
     git(&s.workspace, &["add", ".codex"]);
     git(&s.workspace, &["commit", "-qm", "init"]);
-    let args = [
-        "--db",
-        &s.db.to_string_lossy(),
-        "run",
-        "--provider",
-        "codex",
-        "--workspace",
-        &s.workspace.to_string_lossy(),
-        "--mcp-config",
-        &s.config.to_string_lossy(),
-        "--mcp-init-timeout",
-        "60",
-        "--sandbox",
-    ]
-    .map(|a| a.to_string());
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = lionrt_codex(&s.root, &s.home, &s.bin, &codex_home, &args);
+    let out = run_codex(&s, &codex_home, &codex_run_args(&s, &[], &["--sandbox"]));
     assert_ne!(out.status.code(), Some(0), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
