@@ -3,7 +3,7 @@
 //! transition commits, directly or through the durable outbox, and a bad
 //! setting never fails the run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::stdout_json;
@@ -176,18 +176,26 @@ fn a_broken_on_terminal_string_warns_and_the_run_completes() {
     );
 }
 
-#[test]
-fn a_failed_durable_send_stays_queued_and_outbox_deliver_retries_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("state.db");
-    let sink = dir.path().join("delivered.jsonl");
-    let flag = dir.path().join("receiver-up");
-    // The receiver is down (no flag file) for the run's own scan.
+/// A notify handler whose receiver is up only while the flag file in
+/// `dir` exists; each envelope it gets then is appended to the sink file.
+/// Returns `(sink, flag, handler)`.
+fn flagged_receiver(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let sink = dir.join("delivered.jsonl");
+    let flag = dir.join("receiver-up");
     let handler = format!(
         "sh -c 'test -e {} && printf \"%s\\n\" \"$1\" >> {}' sh",
         flag.display(),
         sink.display()
     );
+    (sink, flag, handler)
+}
+
+#[test]
+fn a_failed_durable_send_stays_queued_and_outbox_deliver_retries_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    // The receiver is down (no flag file) for the run's own scan.
+    let (sink, flag, handler) = flagged_receiver(dir.path());
     let none = dir.path().join("none.yaml");
     let out = lionrt(
         &db,
@@ -245,14 +253,8 @@ fn a_later_scan_refreshes_the_notify_outcome_recorded_on_the_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("state.db");
     let none = dir.path().join("none.yaml");
-    let sink = dir.path().join("delivered.jsonl");
-    let flag = dir.path().join("receiver-up");
     // The receiver is down (no flag file) for the run's own scan.
-    let handler = format!(
-        "sh -c 'test -e {} && printf \"%s\\n\" \"$1\" >> {}' sh",
-        flag.display(),
-        sink.display()
-    );
+    let (sink, flag, handler) = flagged_receiver(dir.path());
     let durable = ["--notify-durable", "--notify-on-terminal", handler.as_str()];
     for session in ["later-ok", "later-dead"] {
         let out = run_session(&db, &none, dir.path(), session, &durable);
