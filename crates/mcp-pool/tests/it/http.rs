@@ -118,26 +118,32 @@ async fn an_admitted_tool_is_called_over_http_with_validated_arguments() {
     let server = http_server("benign").await;
     let pool = McpPool::new(http_config());
     pool.add_server("web", json!({"url": server.url}));
+    calls_are_made_and_validated(&pool, "web", "over http").await;
+    pool.shutdown().await;
+}
+
+/// Calls `add` and `echo` (with `text`) on `server` through `pool`, then
+/// checks that arguments failing the tool's schema are refused at `/b`.
+pub(crate) async fn calls_are_made_and_validated(pool: &McpPool, server: &str, text: &str) {
     let sum = pool
-        .call_tool("web", "add", json!({"a": 2, "b": 40}))
+        .call_tool(server, "add", json!({"a": 2, "b": 40}))
         .await
-        .expect("tools/call over http");
+        .expect("tools/call");
     assert!(!sum.is_error);
     assert_eq!(sum.result["content"][0]["text"], "42");
     let echo = pool
-        .call_tool("web", "echo", json!({"text": "over http"}))
+        .call_tool(server, "echo", json!({"text": text}))
         .await
         .expect("a second call on the pooled connection");
-    assert_eq!(echo.result["content"][0]["text"], "over http");
+    assert_eq!(echo.result["content"][0]["text"], text);
     let e = pool
-        .call_tool("web", "add", json!({"a": 1, "b": "two"}))
+        .call_tool(server, "add", json!({"a": 1, "b": "two"}))
         .await
         .unwrap_err();
     assert!(
         matches!(&e, Error::InvalidArguments { path, .. } if path == "/b"),
         "{e}"
     );
-    pool.shutdown().await;
 }
 
 /// Accepts on `listener` for a moment and reports whether anything

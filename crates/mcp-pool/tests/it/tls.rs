@@ -11,7 +11,7 @@ use rcgen::{
 };
 use serde_json::json;
 
-use crate::http::{HttpServer, http_server_with};
+use crate::http::{HttpServer, calls_are_made_and_validated, http_server_with};
 use crate::live_with_tag;
 
 /// A certificate authority made for one test.
@@ -134,25 +134,7 @@ async fn tools_are_listed_and_called_over_https_with_an_extra_root() {
     let denied: Vec<&str> = listing.denied.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(denied, ["bash", "run_script"]);
 
-    let sum = pool
-        .call_tool("secure", "add", json!({"a": 2, "b": 40}))
-        .await
-        .expect("tools/call over https");
-    assert!(!sum.is_error);
-    assert_eq!(sum.result["content"][0]["text"], "42");
-    let echo = pool
-        .call_tool("secure", "echo", json!({"text": "over tls"}))
-        .await
-        .expect("a second call on the pooled connection");
-    assert_eq!(echo.result["content"][0]["text"], "over tls");
-    let e = pool
-        .call_tool("secure", "add", json!({"a": 1, "b": "two"}))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&e, Error::InvalidArguments { path, .. } if path == "/b"),
-        "{e}"
-    );
+    calls_are_made_and_validated(&pool, "secure", "over tls").await;
     pool.shutdown().await;
     stop(server).await;
 }
