@@ -52,6 +52,22 @@ fn owner(pid: i64, start: Option<i64>, boot: Option<&str>) -> OwnerRecord {
     }
 }
 
+/// Persists session `id` owned by `owner`, with a leg recorded as pid and
+/// group 70, created at 1.
+fn start_with_leg_70(store: &MemoryStore, actor: &Actor, id: &str, owner: OwnerRecord) {
+    let s = SessionStart {
+        owner: Some(owner),
+        ..SessionStart::new(id, "run.started.ok")
+    };
+    store.persist_session_start(&s, actor).expect("start");
+    let leg = LegRecord {
+        pid: 70,
+        pgid: 70,
+        create_time: Some(1),
+    };
+    store.update_session(id, &leg_columns(&leg)).expect("leg");
+}
+
 /// A judgement made on a host named `host` in boot `boot`.
 fn here(boot: &str, host: Option<&str>, shared_store: bool) -> Here {
     Here {
@@ -187,17 +203,7 @@ fn a_dry_run_and_a_live_owner_change_nothing() {
     let store = MemoryStore::default();
     let actor = Actor::new(ActorType::Executor, "t");
     for (id, start) in [("gone", 5), ("alive", 9)] {
-        let s = SessionStart {
-            owner: Some(owner(7, Some(start), None)),
-            ..SessionStart::new(id, "run.started.ok")
-        };
-        store.persist_session_start(&s, &actor).expect("start");
-        let leg = LegRecord {
-            pid: 70,
-            pgid: 70,
-            create_time: Some(1),
-        };
-        store.update_session(id, &leg_columns(&leg)).expect("leg");
+        start_with_leg_70(&store, &actor, id, owner(7, Some(start), None));
     }
     let table = Table([(7, 9), (70, 1)].into_iter().collect());
     let signals = Recorder::default();
@@ -241,20 +247,15 @@ fn the_sweep_and_kill_leave_another_hosts_session_alone() {
         ("theirs-other-boot", "m-b:host-b", "boot-b"),
         ("ours-rebooted", this_host.as_str(), "boot-b"),
     ] {
-        let s = SessionStart {
-            owner: Some(OwnerRecord {
+        start_with_leg_70(
+            &store,
+            &actor,
+            id,
+            OwnerRecord {
                 host_id: Some(host.to_owned()),
                 ..owner(7, Some(5), Some(boot))
-            }),
-            ..SessionStart::new(id, "run.started.ok")
-        };
-        store.persist_session_start(&s, &actor).expect("start");
-        let leg = LegRecord {
-            pid: 70,
-            pgid: 70,
-            create_time: Some(1),
-        };
-        store.update_session(id, &leg_columns(&leg)).expect("leg");
+            },
+        );
     }
     let table = Table([(70, 1)].into_iter().collect());
     let signals = Recorder::default();
@@ -336,20 +337,15 @@ fn a_session_vouched_for_as_gone_is_ended_without_a_signal_even_on_another_host(
         ("theirs-not-vouched", "m-b:host-b", 8, 5),
         ("ours-alive-vouched", this_host.as_str(), 7, 9),
     ] {
-        let s = SessionStart {
-            owner: Some(OwnerRecord {
+        start_with_leg_70(
+            &store,
+            &actor,
+            id,
+            OwnerRecord {
                 host_id: Some(host.to_owned()),
                 ..owner(owner_pid, Some(owner_start), Some(&this_boot))
-            }),
-            ..SessionStart::new(id, "run.started.ok")
-        };
-        store.persist_session_start(&s, &actor).expect("start");
-        let leg = LegRecord {
-            pid: 70,
-            pgid: 70,
-            create_time: Some(1),
-        };
-        store.update_session(id, &leg_columns(&leg)).expect("leg");
+            },
+        );
     }
     let table = Table([(7, 9), (70, 1)].into_iter().collect());
     let signals = Recorder::default();
