@@ -436,6 +436,25 @@ impl PgSchema {
     fn run(&self, args: &[&str]) -> std::process::Output {
         lionrt_pg(&self.url, &self.name, args)
     }
+
+    /// `lionrt schedule create NAME --every SECS --prompt PROMPT
+    /// --workspace WS` and `extra`, which must succeed.
+    fn create_every(&self, name: &str, every: &str, prompt: &str, ws: &Path, extra: &[&str]) {
+        let mut args = vec![
+            "schedule",
+            "create",
+            name,
+            "--every",
+            every,
+            "--prompt",
+            prompt,
+            "--workspace",
+            ws.to_str().expect("utf-8"),
+        ];
+        args.extend_from_slice(extra);
+        let out = self.run(&args);
+        assert!(out.status.success(), "{out:?}");
+    }
 }
 
 impl Drop for PgSchema {
@@ -542,18 +561,7 @@ fn a_daemon_on_postgres_fires_runs_and_a_second_daemon_is_refused_by_the_advisor
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = pg.run(&[
-        "schedule",
-        "create",
-        "tick",
-        "--every",
-        "1",
-        "--prompt",
-        "p",
-        "--workspace",
-        dir.path().to_str().expect("utf-8"),
-    ]);
-    assert!(out.status.success(), "{out:?}");
+    pg.create_every("tick", "1", "p", dir.path(), &[]);
     let mut first = pg_daemon(&pg.url, &pg.name, Stdio::null());
     let completed = "SELECT count(*) FROM {s}.schedule_runs WHERE status = 'completed'";
     assert!(
@@ -629,20 +637,13 @@ fn a_sigkilled_daemon_on_postgres_restarts_with_no_orphan_and_no_running_session
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("slow.json");
     std::fs::write(&script, SLOW).expect("script");
-    let out = pg.run(&[
-        "schedule",
-        "create",
+    pg.create_every(
         "slow",
-        "--every",
         "1",
-        "--prompt",
         "slow",
-        "--workspace",
-        dir.path().to_str().expect("utf-8"),
-        "--script",
-        script.to_str().expect("utf-8"),
-    ]);
-    assert!(out.status.success(), "{out:?}");
+        dir.path(),
+        &["--script", script.to_str().expect("utf-8")],
+    );
     let leg = || -> Option<i64> {
         pg.client()
             .query_opt(
@@ -882,19 +883,7 @@ fn a_daemon_starting_on_postgres_leaves_another_hosts_trigger_run_running() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = pg.run(&[
-        "schedule",
-        "create",
-        "remote",
-        "--every",
-        "3600",
-        "--prompt",
-        "p",
-        "--workspace",
-        dir.path().to_str().expect("utf-8"),
-        "--disabled",
-    ]);
-    assert!(out.status.success(), "{out:?}");
+    pg.create_every("remote", "3600", "p", dir.path(), &["--disabled"]);
     let engine = state_postgres::PgEngine::open(
         &state_postgres::PgConfig::new(state_postgres::DbUrl::new(pg.url.clone()))
             .with_schema(pg.name.clone()),
