@@ -79,10 +79,6 @@ impl Ctx {
 
 const SELECT: &str = "SELECT id, status, spec_json, next_fire_at, last_fire_at FROM schedules";
 
-/// A schedule's `running` runs.
-const COUNT_RUNNING: &str =
-    "SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'running'";
-
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The long-lived thread that runs the store's calls for a current-thread
@@ -307,13 +303,7 @@ impl ScheduleStore for PgSchedules {
 
     fn running_count(&self, schedule_id: &str) -> Result<u32, Error> {
         let schedule_id = schedule_id.to_owned();
-        self.call(move |c| {
-            let n: i64 = c
-                .conn()?
-                .query_one(COUNT_RUNNING, &[&schedule_id])?
-                .try_get(0)?;
-            Ok(u32::try_from(n).unwrap_or(u32::MAX))
-        })
+        self.call(move |c| count_running(&mut *c.conn()?, &schedule_id))
     }
 
     fn advance(
@@ -353,10 +343,7 @@ impl ScheduleStore for PgSchedules {
             {
                 return Err(Error::NotFound(start.schedule_id));
             }
-            let n: i64 = tx
-                .query_one(COUNT_RUNNING, &[&start.schedule_id])?
-                .try_get(0)?;
-            let running = u32::try_from(n).unwrap_or(u32::MAX);
+            let running = count_running(&mut tx, &start.schedule_id)?;
             if running >= start.max_concurrent {
                 return Ok(Claim::Full { running }); // rolled back: nothing written
             }
@@ -484,6 +471,17 @@ fn row(r: &postgres::Row) -> Result<Schedule, Error> {
         r.try_get(3)?,
         r.try_get(4)?,
     )
+}
+
+/// A schedule's `running` runs.
+fn count_running(c: &mut impl GenericClient, schedule_id: &str) -> Result<u32, Error> {
+    let n: i64 = c
+        .query_one(
+            "SELECT count(*) FROM schedule_runs WHERE schedule_id = $1 AND status = 'running'",
+            &[&schedule_id],
+        )?
+        .try_get(0)?;
+    Ok(u32::try_from(n).unwrap_or(u32::MAX))
 }
 
 fn list_in(c: &mut impl GenericClient) -> Result<Vec<Schedule>, Error> {
