@@ -142,22 +142,7 @@ fn dropping_the_store_and_its_connections_in_a_multi_thread_runtime_does_not_pan
         .enable_all()
         .build()
         .expect("runtime");
-    // On the thread running `block_on`.
-    let h = handles(&schema);
-    let pids = h.pids.clone();
-    rt.block_on(async move { drop_all(h) });
-    wait_gone(&schema, &pids);
-    lock_is_free(&schema);
-    // In a task on a worker thread.
-    let h = handles(&schema);
-    let pids = h.pids.clone();
-    rt.block_on(async move {
-        tokio::spawn(async move { drop_all(h) })
-            .await
-            .expect("the task dropping the store did not panic")
-    });
-    wait_gone(&schema, &pids);
-    lock_is_free(&schema);
+    drop_in_block_on_then_in_a_task(&rt, &schema);
 }
 
 #[test]
@@ -170,19 +155,25 @@ fn dropping_the_store_and_its_connections_in_a_current_thread_runtime_does_not_p
         .enable_all()
         .build()
         .expect("runtime");
-    let h = handles(&schema);
+    drop_in_block_on_then_in_a_task(&rt, &schema);
+}
+
+/// Drops a store and its connections on the thread running `block_on`,
+/// then in a spawned task (on a worker thread when `rt` has any), and
+/// checks each time that the sessions end and the lock is free.
+fn drop_in_block_on_then_in_a_task(rt: &tokio::runtime::Runtime, schema: &Schema) {
+    let h = handles(schema);
     let pids = h.pids.clone();
     rt.block_on(async move { drop_all(h) });
-    wait_gone(&schema, &pids);
-    lock_is_free(&schema);
-    // In a spawned task.
-    let h = handles(&schema);
+    wait_gone(schema, &pids);
+    lock_is_free(schema);
+    let h = handles(schema);
     let pids = h.pids.clone();
     rt.block_on(async move {
         tokio::spawn(async move { drop_all(h) })
             .await
             .expect("the task dropping the store did not panic")
     });
-    wait_gone(&schema, &pids);
-    lock_is_free(&schema);
+    wait_gone(schema, &pids);
+    lock_is_free(schema);
 }
