@@ -146,8 +146,8 @@ pub(crate) async fn calls_are_made_and_validated(pool: &McpPool, server: &str, t
     );
 }
 
-/// Accepts on `listener` for a moment and reports whether anything
-/// connected.
+/// Whether a connection is waiting on `listener` (one non-blocking
+/// accept: the kernel queues a finished handshake even before accept).
 fn connected(listener: &std::net::TcpListener) -> bool {
     listener.set_nonblocking(true).expect("nonblocking");
     listener.accept().is_ok()
