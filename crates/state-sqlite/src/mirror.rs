@@ -407,10 +407,25 @@ struct Appends<'a> {
 }
 
 impl<'a> Appends<'a> {
+    /// Nothing appended yet; the next position is `next`.
+    fn starting_at(next: i64) -> Self {
+        Appends {
+            next,
+            newest: None,
+            first: None,
+            last: None,
+        }
+    }
+
+    /// A message created at `created_at` was inserted.
+    fn inserted(&mut self, created_at: i64) {
+        self.newest = Some(self.newest.map_or(created_at, |n| n.max(created_at)));
+    }
+
     /// `rows` were all inserted and appended at `next..`.
     fn record(&mut self, rows: &'a [MirrorMessage]) {
         for m in rows {
-            self.newest = Some(self.newest.map_or(m.created_at, |n| n.max(m.created_at)));
+            self.inserted(m.created_at);
         }
         self.next += rows.len() as i64;
         if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
@@ -444,12 +459,7 @@ fn write_messages(
     let first_position: i64 = tx
         .prepare_cached("SELECT next_position FROM progressions WHERE id = ?1")?
         .query_row([&s.progression_id], |r| r.get(0))?;
-    let mut at = Appends {
-        next: first_position,
-        newest: None,
-        first: None,
-        last: None,
-    };
+    let mut at = Appends::starting_at(first_position);
     tx.prepare_cached("SAVEPOINT mirror_batch")?.execute([])?;
     if append_all_new(tx, s, batch.messages, &mut at)? {
         tx.prepare_cached("RELEASE mirror_batch")?.execute([])?;
@@ -457,12 +467,7 @@ fn write_messages(
     } else {
         tx.prepare_cached("ROLLBACK TO mirror_batch")?.execute([])?;
         tx.prepare_cached("RELEASE mirror_batch")?.execute([])?;
-        at = Appends {
-            next: first_position,
-            newest: None,
-            first: None,
-            last: None,
-        };
+        at = Appends::starting_at(first_position);
         write_chunks(tx, s, batch.messages, w, &mut at)?;
     }
     if at.next != first_position {
@@ -638,7 +643,7 @@ fn rows_one_by_one<'a>(
         ])? > 0;
         if added {
             w.messages_added += 1;
-            at.newest = Some(at.newest.map_or(m.created_at, |n| n.max(m.created_at)));
+            at.inserted(m.created_at);
         } else {
             w.messages_updated += tx
                 .prepare_cached(
