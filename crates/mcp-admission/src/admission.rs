@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use crate::engine::Engine;
+use crate::node::{Node, Obj};
 use crate::normalize::KeyCategories;
 use crate::normalize::{description_signals_execution, normalize_key_cow};
 use crate::reason::{AdmissionDenied, Reason};
@@ -93,18 +94,27 @@ fn judge(
     description: Option<&str>,
     detailed: bool,
 ) -> AdmissionReport {
+    static NULL: Value = Value::Null;
+    match input_schema.filter(|s| !s.is_null()) {
+        Some(root) => judge_schema(limits, name, root, description, detailed),
+        None => judge_schema(limits, name, &NULL, description, detailed),
+    }
+}
+
+/// Judges a descriptor; `root` is the schema, where JSON `null` stands for
+/// an absent one.
+fn judge_schema<'a, N: Node<'a>>(
+    limits: Limits,
+    name: &str,
+    root: N,
+    description: Option<&str>,
+    detailed: bool,
+) -> AdmissionReport {
     let normalized_name = normalize_key_cow(name);
     let strong = STRONG_EXECUTOR_NAMES.contains(&&*normalized_name);
     let signals = description.is_some_and(description_signals_execution);
-    let schema = input_schema.filter(|s| !s.is_null());
-    let empty = match schema {
-        None => true,
-        Some(Value::Object(m)) => m.is_empty(),
-        Some(_) => false,
-    };
+    let empty = root.is_null() || root.as_object().is_some_and(Obj::is_empty);
 
-    let null = Value::Null;
-    let root = schema.unwrap_or(&null);
     let mut engine = Engine::with_detail(root, limits, detailed);
     if !empty {
         engine.walk_root(root);

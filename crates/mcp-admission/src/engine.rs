@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Map, Value};
+use crate::node::{Arr, Node, Obj, View};
 
 use crate::report::{FreeFormKey, Limits, Unresolved, UnresolvedCause};
 use crate::vocabulary::UNBOUNDED_NON_OBJECT_TYPES;
@@ -51,8 +51,8 @@ pub(crate) struct Memo {
 }
 
 /// The analysis state of one verdict.
-pub(crate) struct Engine<'a> {
-    pub(crate) root: &'a Value,
+pub(crate) struct Engine<'a, N: Node<'a>> {
+    pub(crate) root: N,
     pub(crate) limits: Limits,
     /// Reach units spent by the current pass.
     used: usize,
@@ -75,7 +75,7 @@ pub(crate) struct Engine<'a> {
     pub(crate) declared_keys: Vec<&'a str>,
     /// Required names undeclared where they are required: (name, governing
     /// value schema, location, depth), judged after the walk.
-    pub(crate) pending_required: Vec<(&'a str, &'a Value, Vec<Seg<'a>>, usize)>,
+    pub(crate) pending_required: Vec<(&'a str, N, Vec<Seg<'a>>, usize)>,
     /// Whether the report's lists (keys, paths, causes) are kept. A plain
     /// verdict needs only [`Found`], so it builds no strings on the way.
     pub(crate) detailed: bool,
@@ -126,14 +126,14 @@ impl Found {
     }
 }
 
-impl<'a> Engine<'a> {
+impl<'a, N: Node<'a>> Engine<'a, N> {
     /// An engine keeping every detail of the report.
-    pub(crate) fn new(root: &'a Value, limits: Limits) -> Self {
+    pub(crate) fn new(root: N, limits: Limits) -> Self {
         Self::with_detail(root, limits, true)
     }
 
     /// An engine keeping the report's lists only when `detailed`.
-    pub(crate) fn with_detail(root: &'a Value, limits: Limits, detailed: bool) -> Self {
+    pub(crate) fn with_detail(root: N, limits: Limits, detailed: bool) -> Self {
         // Recursion depth follows `max_depth`; a ceiling keeps a careless
         // configuration from trading the depth cap for a stack overflow.
         let limits = Limits {
@@ -291,7 +291,7 @@ impl<'a> Engine<'a> {
     /// Resolves a local JSON-pointer `$ref` against the document root.
     ///
     /// Only `#` and `#/...` resolve; the pointer is not percent-decoded.
-    pub(crate) fn resolve(&mut self, reference: &str) -> Result<&'a Value, UnresolvedCause> {
+    pub(crate) fn resolve(&mut self, reference: &str) -> Result<N, UnresolvedCause> {
         let Some(fragment) = reference.strip_prefix('#') else {
             return Err(UnresolvedCause::ExternalReference(reference.to_owned()));
         };
@@ -313,7 +313,7 @@ impl<'a> Engine<'a> {
 
 /// `Value::pointer`, exactly (the same tokens, escapes and list indices),
 /// without allocating for a token that holds no `~` escape.
-pub(crate) fn pointer_get<'v>(root: &'v Value, pointer: &str) -> Option<&'v Value> {
+pub(crate) fn pointer_get<'v, N: Node<'v>>(root: N, pointer: &str) -> Option<N> {
     if pointer.is_empty() {
         return Some(root);
     }
@@ -326,9 +326,9 @@ pub(crate) fn pointer_get<'v>(root: &'v Value, pointer: &str) -> Option<&'v Valu
         } else {
             std::borrow::Cow::Borrowed(token)
         };
-        match target {
-            Value::Object(map) => map.get(&*token),
-            Value::Array(list) => {
+        match target.view() {
+            View::Object(map) => map.get(&token),
+            View::Array(list) => {
                 // As serde_json reads an index: no sign, no leading zero.
                 if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
                     None
@@ -341,8 +341,8 @@ pub(crate) fn pointer_get<'v>(root: &'v Value, pointer: &str) -> Option<&'v Valu
     })
 }
 
-fn empty_list(v: &Value) -> bool {
-    matches!(v, Value::Array(items) if items.is_empty())
+fn empty_list<'a, N: Node<'a>>(v: N) -> bool {
+    v.as_array().is_some_and(Arr::is_empty)
 }
 
 /// One token of a document location.
@@ -371,11 +371,6 @@ impl Token<'_> {
             Token::Index(i) => token.parse::<usize>().is_ok_and(|n| n == *i),
         }
     }
-}
-
-/// Address of a node, as a memo key.
-pub(crate) fn addr(v: &Value) -> usize {
-    std::ptr::from_ref(v) as usize
 }
 
 /// Declared types of a schema node.
@@ -428,60 +423,65 @@ impl TypeFlags {
 /// The declared types of a schema object. An unknown type name or a
 /// non-string entry makes the whole keyword malformed (fail closed: it may
 /// admit anything).
-pub(crate) fn types_of(m: &Map<String, Value>) -> Types {
+pub(crate) fn types_of<'a, O: Obj<'a>>(m: O) -> Types {
     types_of_value(m.get("type"))
 }
 
 /// The declared types of a `type` keyword value.
-pub(crate) fn types_of_value(value: Option<&Value>) -> Types {
+pub(crate) fn types_of_value<'a, N: Node<'a>>(value: Option<N>) -> Types {
     let mut flags = TypeFlags::default();
-    match value {
-        None => Types::Absent,
-        Some(Value::String(s)) => {
+    let Some(value) = value else {
+        return Types::Absent;
+    };
+    match value.view() {
+        View::String(s) => {
             if flags.set(s) {
                 Types::Known(flags)
             } else {
                 Types::Malformed
             }
         }
-        Some(Value::Array(list)) => {
-            for t in list {
-                match t {
-                    Value::String(s) if flags.set(s) => {}
+        View::Array(list) => {
+            for t in list.iter() {
+                match t.as_str() {
+                    Some(s) if flags.set(s) => {}
                     _ => return Types::Malformed,
                 }
             }
             Types::Known(flags)
         }
-        Some(_) => Types::Malformed,
+        _ => Types::Malformed,
     }
 }
 
 /// True when a top-level `const` or `enum` pins the instance.
-pub(crate) fn pinned(m: &Map<String, Value>) -> bool {
+pub(crate) fn pinned<'a, O: Obj<'a>>(m: O) -> bool {
     m.contains_key("const") || m.contains_key("enum")
 }
 
 /// The keywords of one schema object that the value judgements read,
 /// gathered in a single pass (instead of a map lookup per question).
-pub(crate) struct Shape<'a> {
+pub(crate) struct Shape<N> {
     pub(crate) types: Types,
     pub(crate) pinned: bool,
     pub(crate) dynamic_ref: bool,
     /// Carries a keyword that restates or composes a schema.
     pub(crate) container: bool,
-    pub(crate) reference: Option<&'a Value>,
+    pub(crate) reference: Option<N>,
     /// allOf, anyOf, oneOf.
-    pub(crate) lists: [Option<&'a Value>; 3],
+    pub(crate) lists: [Option<N>; 3],
     /// if, then, else, not.
-    pub(crate) singles: [Option<&'a Value>; 4],
-    pub(crate) items: Option<&'a Value>,
-    pub(crate) prefix_items: Option<&'a Value>,
-    pub(crate) unevaluated_items: Option<&'a Value>,
+    pub(crate) singles: [Option<N>; 4],
+    pub(crate) items: Option<N>,
+    pub(crate) prefix_items: Option<N>,
+    pub(crate) unevaluated_items: Option<N>,
 }
 
-impl<'a> Shape<'a> {
-    pub(crate) fn of(m: &'a Map<String, Value>) -> Self {
+impl<N: Copy> Shape<N> {
+    pub(crate) fn of<'a, O: Obj<'a, Node = N>>(m: O) -> Self
+    where
+        N: Node<'a>,
+    {
         let mut shape = Shape {
             types: Types::Absent,
             pinned: false,
@@ -494,8 +494,8 @@ impl<'a> Shape<'a> {
             prefix_items: None,
             unevaluated_items: None,
         };
-        for (k, v) in m {
-            match k.as_str() {
+        for (k, v) in m.iter() {
+            match k {
                 "type" => shape.types = types_of_value(Some(v)),
                 "const" | "enum" => shape.pinned = true,
                 "$dynamicRef" | "$recursiveRef" => shape.dynamic_ref = true,

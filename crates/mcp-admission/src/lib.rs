@@ -278,6 +278,7 @@
 mod admission;
 pub mod batch;
 mod engine;
+mod node;
 mod normalize;
 pub mod pattern;
 mod proofs;

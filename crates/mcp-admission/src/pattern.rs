@@ -7,12 +7,13 @@
 //! Without the feature nothing is compiled: every pattern is unresolvable.
 
 use crate::engine::Engine;
+use crate::node::Node;
 
 /// The categorised key words a pattern may match, or `None` when the pattern
 /// cannot be judged exactly (or the `regex` feature is off, or the budget ran out).
 #[cfg(not(feature = "regex"))]
-pub(crate) fn matching_key_words(
-    engine: &mut Engine<'_>,
+pub(crate) fn matching_key_words<'a, N: Node<'a>>(
+    engine: &mut Engine<'a, N>,
     _pattern: &str,
 ) -> Option<Vec<&'static str>> {
     engine.charge_work();
@@ -25,8 +26,8 @@ pub(crate) fn matching_key_words(
 /// The work charged is the same however the answer is found: compilation by
 /// the pattern's length, then one unit per spelling searched.
 #[cfg(feature = "regex")]
-pub(crate) fn matching_key_words(
-    engine: &mut Engine<'_>,
+pub(crate) fn matching_key_words<'a, N: Node<'a>>(
+    engine: &mut Engine<'a, N>,
     pattern: &str,
 ) -> Option<Vec<&'static str>> {
     // Compilation is linear in the pattern (bounded further by the engine's

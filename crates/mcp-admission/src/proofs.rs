@@ -5,9 +5,10 @@
 //! references to one large target cost one check, and both charge the shared
 //! budget, failing closed when it runs out.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::engine::{Engine, Seg, Shape, Types, addr, pinned, types_of};
+use crate::engine::{Engine, Seg, Shape, Types, pinned, types_of};
+use crate::node::{Arr, Node, Obj, View};
 use crate::report::{Insufficiency, InsufficiencyCause, Proof, UnresolvedCause};
 use crate::vocabulary::{ANNOTATION_REF_SIBLINGS, KeywordClass, classify_keyword};
 
@@ -33,16 +34,16 @@ pub fn has_structural_ref_siblings_at_root(node: &Value) -> bool {
     structural_ref_siblings(node, true)
 }
 
-fn structural_ref_siblings(node: &Value, root: bool) -> bool {
+fn structural_ref_siblings<'a, N: Node<'a>>(node: N, root: bool) -> bool {
     let annotation = |k: &str| {
         k == "$ref"
             || ANNOTATION_REF_SIBLINGS.contains(&k)
             || (classify_keyword(k) == KeywordClass::Inert
                 && (root || !matches!(k, "$id" | "$anchor")))
     };
-    match node {
-        Value::Object(m) => m.keys().any(|k| !annotation(k)),
-        _ => false,
+    match node.as_object() {
+        Some(m) => m.iter().any(|(k, _)| !annotation(k)),
+        None => false,
     }
 }
 
@@ -54,7 +55,12 @@ fn structural_ref_siblings(node: &Value, root: bool) -> bool {
 /// type says, as in the original: the boundedness proof then judges it (and
 /// a type that excludes object fails there).
 pub fn property_value_may_be_object_shaped(v: &Value) -> bool {
-    let Value::Object(m) = v else {
+    may_be_object_shaped(v)
+}
+
+/// [`property_value_may_be_object_shaped`] on any document.
+fn may_be_object_shaped<'a, N: Node<'a>>(v: N) -> bool {
+    let Some(m) = v.as_object() else {
         return false;
     };
     let composed = [
@@ -69,7 +75,7 @@ pub fn property_value_may_be_object_shaped(v: &Value) -> bool {
         "definitions",
     ]
     .iter()
-    .any(|k| m.contains_key(*k));
+    .any(|k| m.contains_key(k));
     composed
         || match types_of(m) {
             Types::Known(t) => t.object,
@@ -78,7 +84,7 @@ pub fn property_value_may_be_object_shaped(v: &Value) -> bool {
         }
 }
 
-impl<'a> Engine<'a> {
+impl<'a, N: Node<'a>> Engine<'a, N> {
     fn fail(&self, proof: Proof, cause: InsufficiencyCause) -> ProofResult {
         // A plain verdict reads only which proof failed.
         let path = if self.detailed {
@@ -90,18 +96,18 @@ impl<'a> Engine<'a> {
     }
 
     /// The object-boundedness proof, in its binding order.
-    pub(crate) fn boundedness(&mut self, node: &'a Value, depth: usize) -> ProofResult {
+    pub(crate) fn boundedness(&mut self, node: N, depth: usize) -> ProofResult {
         self.boundedness_node(node, false, depth)
     }
 
     /// `ignore_ref` evaluates a `$ref` node's structural siblings as their own node.
-    fn boundedness_node(&mut self, node: &'a Value, ignore_ref: bool, depth: usize) -> ProofResult {
+    fn boundedness_node(&mut self, node: N, ignore_ref: bool, depth: usize) -> ProofResult {
         const P: Proof = Proof::Boundedness;
         // (1) budget and depth fail closed.
         if !self.charge() || self.too_deep(depth) {
             return self.fail(P, InsufficiencyCause::LimitReached);
         }
-        let Value::Object(m) = node else {
+        let Some(m) = node.as_object() else {
             return self.fail(P, InsufficiencyCause::NotAnObjectSchema);
         };
         let types = types_of(m);
@@ -147,7 +153,7 @@ impl<'a> Engine<'a> {
         if let Some(value) = m.get("allOf") {
             // One bounded branch suffices; with none (or an empty list) the
             // node is insufficient, as in the original.
-            let Value::Array(branches) = value else {
+            let Some(branches) = value.as_array() else {
                 return self.fail(
                     P,
                     InsufficiencyCause::MalformedComposition("allOf".to_owned()),
@@ -187,15 +193,15 @@ impl<'a> Engine<'a> {
             return self.fail(P, InsufficiencyCause::TypeOmitted);
         }
         let additional = m.get("additionalProperties");
-        let closed_false = matches!(additional, Some(Value::Bool(false)));
-        let closed = closed_false || matches!(additional, Some(Value::Object(a)) if pinned(a));
-        match m.get("properties") {
+        let closed_false = additional.is_some_and(|a| a.is_bool(false));
+        let closed = closed_false || additional.and_then(Node::as_object).is_some_and(pinned);
+        match m.get("properties").map(Node::view) {
             None => {
                 if !closed_false {
                     return self.fail(P, InsufficiencyCause::OpenObject);
                 }
             }
-            Some(Value::Object(props)) => {
+            Some(View::Object(props)) => {
                 if props.is_empty() && !closed_false || !props.is_empty() && !closed {
                     return self.fail(P, InsufficiencyCause::OpenObject);
                 }
@@ -209,16 +215,12 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    fn boundedness_properties(
-        &mut self,
-        props: &'a Map<String, Value>,
-        depth: usize,
-    ) -> ProofResult {
-        for (k, v) in props {
+    fn boundedness_properties(&mut self, props: N::Obj, depth: usize) -> ProofResult {
+        for (k, v) in props.iter() {
             if !self.charge_work() {
                 return self.fail(Proof::Boundedness, InsufficiencyCause::LimitReached);
             }
-            if !property_value_may_be_object_shaped(v) {
+            if !may_be_object_shaped(v) {
                 continue;
             }
             self.push(Seg::Key(k));
@@ -229,9 +231,9 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    fn boundedness_union(&mut self, value: &'a Value, depth: usize) -> ProofResult {
-        let branches = match value {
-            Value::Array(branches) if !branches.is_empty() => branches,
+    fn boundedness_union(&mut self, value: N, depth: usize) -> ProofResult {
+        let branches = match value.as_array() {
+            Some(branches) if !branches.is_empty() => branches,
             _ => {
                 return self.fail(
                     Proof::Boundedness,
@@ -248,9 +250,9 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    fn boundedness_ref(&mut self, reference: &'a Value, depth: usize) -> ProofResult {
+    fn boundedness_ref(&mut self, reference: N, depth: usize) -> ProofResult {
         const P: Proof = Proof::Boundedness;
-        let Value::String(reference) = reference else {
+        let Some(reference) = reference.as_str() else {
             return self.fail(P, InsufficiencyCause::Malformed("$ref".to_owned()));
         };
         let target = match self.resolve(reference) {
@@ -260,11 +262,13 @@ impl<'a> Engine<'a> {
             }
             Err(cause) => return self.fail(P, InsufficiencyCause::Reference(cause)),
         };
-        let key = addr(target);
+        let key = target.id();
         if self.memo.bounded_obj_active.contains(&key) {
             return self.fail(
                 P,
-                InsufficiencyCause::Reference(UnresolvedCause::CyclicReference(reference.clone())),
+                InsufficiencyCause::Reference(UnresolvedCause::CyclicReference(
+                    reference.to_owned(),
+                )),
             );
         }
         if let Some(cached) = self.memo.bounded_obj.get(&key) {
@@ -281,7 +285,7 @@ impl<'a> Engine<'a> {
 
     /// The structural-coverage proof: every schema-bearing position, visited
     /// unconditionally, uses only keywords the proofs model.
-    pub(crate) fn coverage(&mut self, node: &'a Value, depth: usize) -> ProofResult {
+    pub(crate) fn coverage(&mut self, node: N, depth: usize) -> ProofResult {
         const P: Proof = Proof::Coverage;
         if !self.charge() || self.too_deep(depth) {
             return self.fail(P, InsufficiencyCause::LimitReached);
@@ -290,10 +294,10 @@ impl<'a> Engine<'a> {
         // (the original refuses it); `false` items and
         // `additionalProperties` are handled by their keywords, and a root
         // boolean by the classifier.
-        let m = match node {
-            Value::Object(m) => m,
-            Value::Bool(_) if depth == 0 && self.path.is_empty() => return Ok(()),
-            Value::Bool(_) => {
+        let m = match node.view() {
+            View::Object(m) => m,
+            View::Bool(_) if depth == 0 && self.path.is_empty() => return Ok(()),
+            View::Bool(_) => {
                 return self.fail(
                     P,
                     InsufficiencyCause::Malformed("boolean schema".to_owned()),
@@ -302,7 +306,7 @@ impl<'a> Engine<'a> {
             _ => return self.fail(P, InsufficiencyCause::Malformed("schema".to_owned())),
         };
         let mut array_exception: Option<bool> = None;
-        for (k, v) in m {
+        for (k, v) in m.iter() {
             if !self.charge_work() {
                 return self.fail(P, InsufficiencyCause::LimitReached);
             }
@@ -316,18 +320,18 @@ impl<'a> Engine<'a> {
 
     fn coverage_keyword(
         &mut self,
-        m: &'a Map<String, Value>,
+        m: N::Obj,
         k: &'a str,
-        v: &'a Value,
+        v: N,
         depth: usize,
         array_exception: &mut Option<bool>,
     ) -> ProofResult {
         const P: Proof = Proof::Coverage;
         match classify_keyword(k) {
             KeywordClass::Inert | KeywordClass::Bounding => Ok(()),
-            KeywordClass::Modeled => match (k, v) {
-                ("properties" | "$defs" | "definitions", Value::Object(children)) => {
-                    for (ck, cv) in children {
+            KeywordClass::Modeled => match (k, v.view()) {
+                ("properties" | "$defs" | "definitions", View::Object(children)) => {
+                    for (ck, cv) in children.iter() {
                         self.push(Seg::Key(ck));
                         let result = self.coverage(cv, depth + 1);
                         self.pop();
@@ -335,13 +339,13 @@ impl<'a> Engine<'a> {
                     }
                     Ok(())
                 }
-                ("additionalProperties", Value::Bool(_)) => Ok(()),
-                ("additionalProperties", Value::Object(_)) => self.coverage(v, depth + 1),
+                ("additionalProperties", View::Bool(_)) => Ok(()),
+                ("additionalProperties", View::Object(_)) => self.coverage(v, depth + 1),
                 // An empty composition list is refused, as in the original.
-                ("allOf" | "anyOf" | "oneOf", Value::Array(branches)) if !branches.is_empty() => {
+                ("allOf" | "anyOf" | "oneOf", View::Array(branches)) if !branches.is_empty() => {
                     self.coverage_list(branches, depth)
                 }
-                ("$ref", Value::String(reference)) => self.coverage_ref(reference, depth),
+                ("$ref", View::String(reference)) => self.coverage_ref(reference, depth),
                 _ => self.fail(P, InsufficiencyCause::Malformed(k.to_owned())),
             },
             KeywordClass::Denied => {
@@ -358,12 +362,12 @@ impl<'a> Engine<'a> {
                     };
                     if allowed {
                         // Still visit each bounded item subschema.
-                        return match (k, v) {
-                            ("items", Value::Bool(false)) => Ok(()),
+                        return match (k, v.view()) {
+                            ("items", View::Bool(false)) => Ok(()),
                             ("items", _) => self.coverage(v, depth + 1),
-                            ("prefixItems", Value::Array(members)) => {
+                            ("prefixItems", View::Array(members)) => {
                                 for (i, member) in members.iter().enumerate() {
-                                    if member == &Value::Bool(false) {
+                                    if member.is_bool(false) {
                                         continue;
                                     }
                                     self.push(Seg::Index(i));
@@ -389,7 +393,7 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn coverage_list(&mut self, branches: &'a [Value], depth: usize) -> ProofResult {
+    fn coverage_list(&mut self, branches: N::Arr, depth: usize) -> ProofResult {
         for (i, branch) in branches.iter().enumerate() {
             self.push(Seg::Index(i));
             let result = self.coverage(branch, depth + 1);
@@ -407,7 +411,7 @@ impl<'a> Engine<'a> {
             }
             Err(cause) => return self.fail(Proof::Coverage, InsufficiencyCause::Reference(cause)),
         };
-        let key = addr(target);
+        let key = target.id();
         // A target reached again while it is being checked is a cycle:
         // insufficient, as in the original.
         if self.memo.coverage_active.contains(&key) {

@@ -1,27 +1,26 @@
 //! Value-level judgements: bounded, free-form, array reach, subschema shape, inertness.
 
-use serde_json::Value;
-
-use crate::engine::{Engine, Shape, Types, addr};
+use crate::engine::{Engine, Shape, Types};
+use crate::node::{Arr, Node, Obj, View};
 use crate::report::FreeFormCause;
 use crate::vocabulary::{KeywordClass, classify_keyword};
 
-impl<'a> Engine<'a> {
+impl<'a, N: Node<'a>> Engine<'a, N> {
     /// A property (or item) schema is bounded when `enum`/`const` pins it, or
     /// it is an array type (alone or with null) whose explicit `items` and
     /// every `prefixItems` member are `false` or bounded, and
     /// `unevaluatedItems` is absent or `false`.
-    pub(crate) fn bounded(&mut self, v: &'a Value, depth: usize) -> bool {
+    pub(crate) fn bounded(&mut self, v: N, depth: usize) -> bool {
         if !self.charge_work() || self.too_deep(depth) {
             return false;
         }
-        let Value::Object(m) = v else {
+        let Some(m) = v.as_object() else {
             return false;
         };
         self.bounded_shape(&Shape::of(m), depth)
     }
 
-    pub(crate) fn bounded_shape(&mut self, shape: &Shape<'a>, depth: usize) -> bool {
+    pub(crate) fn bounded_shape(&mut self, shape: &Shape<N>, depth: usize) -> bool {
         if shape.pinned {
             return true;
         }
@@ -34,31 +33,28 @@ impl<'a> Engine<'a> {
     }
 
     /// The element half of the bounded-array proof (also the coverage exception).
-    pub(crate) fn array_elements_bounded(&mut self, shape: &Shape<'a>, depth: usize) -> bool {
-        let member_ok = |this: &mut Self, member: &'a Value| match member {
-            Value::Bool(false) => true,
-            other => this.bounded(other, depth + 1),
-        };
+    pub(crate) fn array_elements_bounded(&mut self, shape: &Shape<N>, depth: usize) -> bool {
+        let member_ok =
+            |this: &mut Self, member: N| member.is_bool(false) || this.bounded(member, depth + 1);
         match shape.items {
-            Some(items @ (Value::Bool(false) | Value::Object(_))) => {
+            Some(items) if matches!(items.view(), View::Bool(false) | View::Object(_)) => {
                 if !member_ok(self, items) {
                     return false;
                 }
             }
             _ => return false,
         }
-        match shape.prefix_items {
-            None => {}
-            Some(Value::Array(members)) => {
-                for member in members {
-                    if !member_ok(self, member) {
-                        return false;
-                    }
+        if let Some(prefix) = shape.prefix_items {
+            let Some(members) = prefix.as_array() else {
+                return false;
+            };
+            for member in members.iter() {
+                if !member_ok(self, member) {
+                    return false;
                 }
             }
-            Some(_) => return false,
         }
-        matches!(shape.unevaluated_items, None | Some(Value::Bool(false)))
+        shape.unevaluated_items.is_none_or(|u| u.is_bool(false))
     }
 
     /// Whether a value under a key is free-form, and why.
@@ -71,7 +67,7 @@ impl<'a> Engine<'a> {
     pub(crate) fn value_free_form(
         &mut self,
         category_key: bool,
-        v: &'a Value,
+        v: N,
         depth: usize,
     ) -> Option<FreeFormCause> {
         self.value_free_form_at(category_key, v, depth, false)
@@ -84,17 +80,17 @@ impl<'a> Engine<'a> {
     fn value_free_form_at(
         &mut self,
         category_key: bool,
-        v: &'a Value,
+        v: N,
         depth: usize,
         branch: bool,
     ) -> Option<FreeFormCause> {
         if !self.charge_work() || self.too_deep(depth) {
             return Some(FreeFormCause::LimitReached);
         }
-        let m = match v {
-            Value::Bool(true) => return Some(FreeFormCause::AnyValue),
-            Value::Bool(false) => return None,
-            Value::Object(m) => m,
+        let m = match v.view() {
+            View::Bool(true) => return Some(FreeFormCause::AnyValue),
+            View::Bool(false) => return None,
+            View::Object(m) => m,
             _ => return Some(FreeFormCause::Malformed),
         };
         let shape = Shape::of(m);
@@ -125,10 +121,10 @@ impl<'a> Engine<'a> {
             }
         }
         for list in shape.lists.into_iter().flatten() {
-            let Value::Array(branches) = list else {
+            let Some(branches) = list.as_array() else {
                 return Some(FreeFormCause::Malformed);
             };
-            for branch in branches {
+            for branch in branches.iter() {
                 if self
                     .value_free_form_at(category_key, branch, depth + 1, true)
                     .is_some()
@@ -139,7 +135,7 @@ impl<'a> Engine<'a> {
         }
         // `not` admits everything its subschema refuses: it never bounds a
         // value (unless it refuses everything, `not: true`).
-        if shape.singles[3].is_some_and(|n| n != &Value::Bool(true)) || open_conditional(&shape) {
+        if shape.singles[3].is_some_and(|n| !n.is_bool(true)) || open_conditional(&shape) {
             return Some(FreeFormCause::CompositionBranch);
         }
         for branch in shape.singles.into_iter().flatten() {
@@ -151,7 +147,7 @@ impl<'a> Engine<'a> {
             }
         }
         if let Some(reference) = shape.reference {
-            let Value::String(reference) = reference else {
+            let Some(reference) = reference.as_str() else {
                 return Some(FreeFormCause::Malformed);
             };
             if self.ref_is_ancestor(reference) {
@@ -160,7 +156,7 @@ impl<'a> Engine<'a> {
             let Ok(target) = self.resolve(reference) else {
                 return Some(FreeFormCause::UnresolvableReference);
             };
-            let key = (addr(target), category_key);
+            let key = (target.id(), category_key);
             if self.memo.free_form_active.contains(&key) {
                 return Some(FreeFormCause::UnresolvableReference);
             }
@@ -185,17 +181,16 @@ impl<'a> Engine<'a> {
     ///
     /// A missing `items` means an unconstrained rest, so bounded `prefixItems`
     /// alone never bound the array.
-    fn array_reaches(&mut self, shape: &Shape<'a>, depth: usize) -> bool {
-        match shape.prefix_items {
-            None => {}
-            Some(Value::Array(members)) => {
-                for member in members {
-                    if self.item_reaches(member, depth + 1) {
-                        return true;
-                    }
+    fn array_reaches(&mut self, shape: &Shape<N>, depth: usize) -> bool {
+        if let Some(prefix) = shape.prefix_items {
+            let Some(members) = prefix.as_array() else {
+                return true;
+            };
+            for member in members.iter() {
+                if self.item_reaches(member, depth + 1) {
+                    return true;
                 }
             }
-            Some(_) => return true,
         }
         match shape.items {
             None => true,
@@ -209,13 +204,13 @@ impl<'a> Engine<'a> {
     /// unpinned strings, arrays reaching one, untyped schemas whose branches
     /// reach one or that have no branch at all (they admit any string), and
     /// external or cyclic references all reach free form.
-    fn item_reaches(&mut self, v: &'a Value, depth: usize) -> bool {
+    fn item_reaches(&mut self, v: N, depth: usize) -> bool {
         if !self.charge_work() || self.too_deep(depth) {
             return true;
         }
-        let m = match v {
-            Value::Bool(b) => return *b,
-            Value::Object(m) => m,
+        let m = match v.view() {
+            View::Bool(b) => return b,
+            View::Object(m) => m,
             _ => return true,
         };
         let shape = Shape::of(m);
@@ -231,20 +226,18 @@ impl<'a> Engine<'a> {
             Types::Absent => {
                 let mut has_branch = false;
                 for list in shape.lists.into_iter().flatten() {
-                    let Value::Array(branches) = list else {
+                    let Some(branches) = list.as_array() else {
                         return true;
                     };
                     // An empty list constrains nothing (as the original reads it).
                     has_branch |= !branches.is_empty();
-                    for branch in branches {
+                    for branch in branches.iter() {
                         if self.item_reaches(branch, depth + 1) {
                             return true;
                         }
                     }
                 }
-                if shape.singles[3].is_some_and(|n| n != &Value::Bool(true))
-                    || open_conditional(&shape)
-                {
+                if shape.singles[3].is_some_and(|n| !n.is_bool(true)) || open_conditional(&shape) {
                     return true;
                 }
                 for branch in shape.singles.into_iter().flatten() {
@@ -255,7 +248,7 @@ impl<'a> Engine<'a> {
                 }
                 if let Some(reference) = shape.reference {
                     has_branch = true;
-                    let Value::String(reference) = reference else {
+                    let Some(reference) = reference.as_str() else {
                         return true;
                     };
                     if self.ref_is_ancestor(reference) {
@@ -264,7 +257,7 @@ impl<'a> Engine<'a> {
                     let Ok(target) = self.resolve(reference) else {
                         return true;
                     };
-                    let key = addr(target);
+                    let key = target.id();
                     if self.memo.item_active.contains(&key) {
                         return true;
                     }
@@ -291,14 +284,14 @@ impl<'a> Engine<'a> {
     /// True when a value is shaped like it could hold a schema: a mapping, or
     /// a list containing one at any depth. Every element is charged; running
     /// out of budget or depth answers true (fail closed).
-    pub(crate) fn could_carry_subschema(&mut self, v: &'a Value, depth: usize) -> bool {
-        match v {
-            Value::Object(_) => true,
-            Value::Array(items) => {
+    pub(crate) fn could_carry_subschema(&mut self, v: N, depth: usize) -> bool {
+        match v.view() {
+            View::Object(_) => true,
+            View::Array(items) => {
                 if self.too_deep(depth) {
                     return true;
                 }
-                for item in items {
+                for item in items.iter() {
                     if !self.charge() {
                         return true;
                     }
@@ -315,24 +308,24 @@ impl<'a> Engine<'a> {
     /// True when a value cannot carry a subschema: recursively scalar, or
     /// lists/mappings of such with no schema-vocabulary key anywhere inside.
     /// Budget or depth exhaustion answers false (not inert).
-    pub(crate) fn inert_value(&mut self, v: &'a Value, depth: usize) -> bool {
-        match v {
-            Value::Array(items) => {
+    pub(crate) fn inert_value(&mut self, v: N, depth: usize) -> bool {
+        match v.view() {
+            View::Array(items) => {
                 if self.too_deep(depth) {
                     return false;
                 }
-                for item in items {
+                for item in items.iter() {
                     if !self.charge() || !self.inert_value(item, depth + 1) {
                         return false;
                     }
                 }
                 true
             }
-            Value::Object(m) => {
+            View::Object(m) => {
                 if self.too_deep(depth) {
                     return false;
                 }
-                for (k, item) in m {
+                for (k, item) in m.iter() {
                     if !self.charge() {
                         return false;
                     }
@@ -351,7 +344,7 @@ impl<'a> Engine<'a> {
 
     /// True for `x-` vendor extensions and `$comment` whose value is inert.
     /// Never a blanket `$` exemption: that is where real applicators live.
-    pub(crate) fn vendor_annotation(&mut self, keyword: &str, v: &'a Value, depth: usize) -> bool {
+    pub(crate) fn vendor_annotation(&mut self, keyword: &str, v: N, depth: usize) -> bool {
         (keyword.starts_with("x-") || keyword == "$comment") && self.inert_value(v, depth)
     }
 }
@@ -359,7 +352,7 @@ impl<'a> Engine<'a> {
 /// True when `if`/`then`/`else` leave some instance unconstrained: unless
 /// all three are present, an instance that takes the missing path (or any
 /// instance, without `if`) is constrained by none of them.
-fn open_conditional(shape: &Shape<'_>) -> bool {
-    let [if_, then, else_, _] = shape.singles.map(|s| s.is_some());
+fn open_conditional<N>(shape: &Shape<N>) -> bool {
+    let [if_, then, else_, _] = shape.singles.each_ref().map(Option::is_some);
     (if_ || then || else_) && !(if_ && then && else_)
 }

@@ -9,9 +9,8 @@
 //! type where a schema, a list of schemas or a mapping of schemas belongs is
 //! malformed, which denies with `malformed-schema` when nothing else does.
 
-use serde_json::{Map, Value};
-
-use crate::engine::{Engine, Seg, addr};
+use crate::engine::{Engine, Seg};
+use crate::node::{Arr, Node, Obj, View};
 use std::borrow::Cow;
 
 use crate::normalize::{
@@ -24,16 +23,17 @@ use crate::vocabulary::{
     UNRESOLVABLE_REFERENCE_KEYWORDS, walker_recognises,
 };
 
-impl<'a> Engine<'a> {
+impl<'a, N: Node<'a>> Engine<'a, N> {
     /// Walks the whole schema from the root.
-    pub(crate) fn walk_root(&mut self, root: &'a Value) {
-        match root {
+    pub(crate) fn walk_root(&mut self, root: N) {
+        if root.is_bool(true) {
             // `true` at the root accepts any input at all: no channel of it is
             // provably bounded. `false` accepts nothing.
-            Value::Bool(true) => self.unresolved(UnresolvedCause::Malformed(
+            self.unresolved(UnresolvedCause::Malformed(
                 "root schema true accepts anything".to_owned(),
-            )),
-            _ => self.walk(root, 0),
+            ));
+        } else {
+            self.walk(root, 0);
         }
         self.judge_pending_required();
     }
@@ -87,7 +87,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Walks one schema node, charging one reach unit for it.
-    fn walk(&mut self, node: &'a Value, depth: usize) {
+    fn walk(&mut self, node: N, depth: usize) {
         if !self.charge() {
             self.unresolved(UnresolvedCause::NodeBudget);
             return;
@@ -97,22 +97,22 @@ impl<'a> Engine<'a> {
 
     /// Walks one schema node whose reach unit is already paid (a property
     /// value is paid for with its property).
-    fn walk_node(&mut self, node: &'a Value, depth: usize) {
+    fn walk_node(&mut self, node: N, depth: usize) {
         if self.too_deep(depth) {
             self.unresolved(UnresolvedCause::DepthLimit);
             return;
         }
-        let m = match node {
-            Value::Object(m) => m,
-            Value::Bool(_) => return,
+        let m = match node.view() {
+            View::Object(m) => m,
+            View::Bool(_) => return,
             _ => {
                 self.malformed("schema");
                 return;
             }
         };
         // This node's own `properties`, once every key of it is declared.
-        let mut own_declared: Option<&Map<String, Value>> = None;
-        for (k, v) in m {
+        let mut own_declared: Option<N::Obj> = None;
+        for (k, v) in m.iter() {
             // Every keyword costs a unit of work, so a node with a million
             // scalar keywords is as bounded as one with a million branches.
             if !self.charge_work() {
@@ -120,13 +120,13 @@ impl<'a> Engine<'a> {
                 return;
             }
             self.push(Seg::Key(k));
-            match k.as_str() {
+            match k {
                 "$ref" => self.walk_ref(v, depth),
                 "type" => self.check_type_shape(v),
-                "properties" => match v {
-                    Value::Object(props) => {
+                "properties" => match v.view() {
+                    View::Object(props) => {
                         let mut all = true;
-                        for (pk, pv) in props {
+                        for (pk, pv) in props.iter() {
                             if self.exhausted || !self.charge() {
                                 self.unresolved(UnresolvedCause::NodeBudget);
                                 all = false;
@@ -143,9 +143,9 @@ impl<'a> Engine<'a> {
                     }
                     _ => self.malformed("properties"),
                 },
-                "patternProperties" => match v {
-                    Value::Object(props) => {
-                        for (pattern, pv) in props {
+                "patternProperties" => match v.view() {
+                    View::Object(props) => {
+                        for (pattern, pv) in props.iter() {
                             if self.exhausted || !self.charge() {
                                 self.unresolved(UnresolvedCause::NodeBudget);
                                 break;
@@ -157,10 +157,10 @@ impl<'a> Engine<'a> {
                     }
                     _ => self.malformed("patternProperties"),
                 },
-                "additionalProperties" => match v {
-                    Value::Bool(true) => self.map_channel(),
-                    Value::Bool(false) => {}
-                    Value::Object(_) => {
+                "additionalProperties" => match v.view() {
+                    View::Bool(true) => self.map_channel(),
+                    View::Bool(false) => {}
+                    View::Object(_) => {
                         // No key names the entries, so an untyped value
                         // (`{}`, or one with only object keywords, which do
                         // not constrain a string) admits anything: a
@@ -174,22 +174,22 @@ impl<'a> Engine<'a> {
                     }
                     _ => self.malformed("additionalProperties"),
                 },
-                "allOf" | "anyOf" | "oneOf" | "prefixItems" => match v {
-                    Value::Array(branches) => self.walk_list(branches, depth),
+                "allOf" | "anyOf" | "oneOf" | "prefixItems" => match v.view() {
+                    View::Array(branches) => self.walk_list(branches, depth),
                     _ => self.malformed(k),
                 },
-                "items" => match v {
-                    Value::Array(branches) => self.walk_list(branches, depth),
+                "items" => match v.view() {
+                    View::Array(branches) => self.walk_list(branches, depth),
                     _ => self.walk(v, depth + 1),
                 },
                 "if" | "then" | "else" | "not" => self.walk(v, depth + 1),
                 "required" => self.consider_required(m, v, depth, own_declared),
                 // Entries are walked when a `$ref` reaches them; their shape
                 // is checked here.
-                "$defs" | "definitions" => match v {
-                    Value::Object(defs) => {
-                        for (dk, dv) in defs {
-                            if !matches!(dv, Value::Object(_) | Value::Bool(_)) {
+                "$defs" | "definitions" => match v.view() {
+                    View::Object(defs) => {
+                        for (dk, dv) in defs.iter() {
+                            if !matches!(dv.view(), View::Object(_) | View::Bool(_)) {
                                 self.push(Seg::Key(dk));
                                 self.malformed("definition");
                                 self.pop();
@@ -216,26 +216,25 @@ impl<'a> Engine<'a> {
     /// the walk (the same outcome, without saving the location).
     fn consider_required(
         &mut self,
-        m: &'a Map<String, Value>,
-        required: &'a Value,
+        m: N::Obj,
+        required: N,
         depth: usize,
-        own_declared: Option<&Map<String, Value>>,
+        own_declared: Option<N::Obj>,
     ) {
-        static ANY: Value = Value::Bool(true);
-        let Value::Array(names) = required else {
+        let Some(names) = required.as_array() else {
             return;
         };
         let governing = match m.get("additionalProperties") {
-            None => &ANY,
-            Some(Value::Bool(false)) => return,
+            None => self.root.any_schema(),
+            Some(v) if v.is_bool(false) => return,
             Some(other) => other,
         };
-        for name in names {
+        for name in names.iter() {
             if !self.charge_work() {
                 self.unresolved(UnresolvedCause::NodeBudget);
                 return;
             }
-            let Value::String(name) = name else { continue };
+            let Some(name) = name.as_str() else { continue };
             if own_declared.is_some_and(|props| props.contains_key(name)) {
                 continue;
             }
@@ -248,12 +247,12 @@ impl<'a> Engine<'a> {
 
     /// A `type` whose value (or a member of whose list) is a list or a
     /// mapping makes the original raise: malformed.
-    fn check_type_shape(&mut self, v: &Value) {
-        let bad = match v {
-            Value::Object(_) => true,
-            Value::Array(members) => members
+    fn check_type_shape(&mut self, v: N) {
+        let bad = match v.view() {
+            View::Object(_) => true,
+            View::Array(members) => members
                 .iter()
-                .any(|t| matches!(t, Value::Array(_) | Value::Object(_))),
+                .any(|t| matches!(t.view(), View::Array(_) | View::Object(_))),
             _ => false,
         };
         if bad {
@@ -261,7 +260,7 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn walk_list(&mut self, branches: &'a [Value], depth: usize) {
+    fn walk_list(&mut self, branches: N::Arr, depth: usize) {
         for (i, branch) in branches.iter().enumerate() {
             if self.exhausted {
                 self.unresolved(UnresolvedCause::NodeBudget);
@@ -275,8 +274,8 @@ impl<'a> Engine<'a> {
 
     /// Follows a local `$ref`, walking each target once; a target reached
     /// again while it is being walked is a cycle (unresolvable).
-    fn walk_ref(&mut self, v: &'a Value, depth: usize) {
-        let Value::String(reference) = v else {
+    fn walk_ref(&mut self, v: N, depth: usize) {
+        let Some(reference) = v.as_str() else {
             self.malformed("$ref");
             return;
         };
@@ -287,9 +286,9 @@ impl<'a> Engine<'a> {
                 return;
             }
         };
-        let key = addr(target);
+        let key = target.id();
         if self.memo.walking.contains(&key) {
-            self.unresolved(UnresolvedCause::CyclicReference(reference.clone()));
+            self.unresolved(UnresolvedCause::CyclicReference(reference.to_owned()));
             return;
         }
         if self.memo.walked.contains(&key) {
@@ -305,7 +304,7 @@ impl<'a> Engine<'a> {
 
     /// Whitelist enforcement for one keyword the walker does not walk (the
     /// current location already ends at the keyword).
-    fn check_other_keyword(&mut self, k: &'a str, v: &'a Value, depth: usize) {
+    fn check_other_keyword(&mut self, k: &'a str, v: N, depth: usize) {
         if UNRESOLVABLE_REFERENCE_KEYWORDS.contains(&k) {
             self.unresolved(UnresolvedCause::DynamicReference(k.to_owned()));
         } else if !walker_recognises(k)
@@ -317,27 +316,21 @@ impl<'a> Engine<'a> {
     }
 
     /// Classifies one declared property by its key, then walks its value.
-    fn consider_property(&mut self, key: &'a str, v: &'a Value, depth: usize) {
+    fn consider_property(&mut self, key: &'a str, v: N, depth: usize) {
         self.classify_property(key, normalize_key_cow(key), v, depth);
         self.walk_property_value(v, depth);
     }
 
-    fn walk_property_value(&mut self, v: &'a Value, depth: usize) {
-        match v {
-            Value::Object(_) => self.walk_node(v, depth),
-            Value::Bool(_) => {}
+    fn walk_property_value(&mut self, v: N, depth: usize) {
+        match v.view() {
+            View::Object(_) => self.walk_node(v, depth),
+            View::Bool(_) => {}
             _ => self.malformed("property schema"),
         }
     }
 
     /// Records `key` as free-form when its value is.
-    fn classify_property(
-        &mut self,
-        key: &str,
-        normalized: Cow<'_, str>,
-        v: &'a Value,
-        depth: usize,
-    ) {
+    fn classify_property(&mut self, key: &str, normalized: Cow<'_, str>, v: N, depth: usize) {
         let categories = KeyCategories::of(&normalized);
         if categories.selector {
             self.selector_present = true;
@@ -372,7 +365,7 @@ impl<'a> Engine<'a> {
     /// linear engine cannot express it, the feature is off or the budget ran
     /// out) is unresolvable and fails closed: it counts as matching every
     /// categorised key word, and its literal text is judged as a key too.
-    fn consider_pattern(&mut self, pattern_text: &'a str, v: &'a Value, depth: usize) {
+    fn consider_pattern(&mut self, pattern_text: &'a str, v: N, depth: usize) {
         match pattern::matching_key_words(self, pattern_text) {
             Some(words) => {
                 for word in words {
@@ -406,8 +399,8 @@ const REPRESENTATIVE_KEY_WORDS: [&str; 5] = [
 
 /// An untyped, unpinned schema with no `$ref`, composition or conditional:
 /// object keywords alone (properties, ...) leave a string unconstrained.
-pub(crate) fn untyped_and_unconstrained(v: &Value) -> bool {
-    let Value::Object(m) = v else {
+pub(crate) fn untyped_and_unconstrained<'a, N: Node<'a>>(v: N) -> bool {
+    let Some(m) = v.as_object() else {
         return false;
     };
     ![
@@ -426,5 +419,5 @@ pub(crate) fn untyped_and_unconstrained(v: &Value) -> bool {
         "$recursiveRef",
     ]
     .iter()
-    .any(|k| m.contains_key(*k))
+    .any(|k| m.contains_key(k))
 }
