@@ -1,6 +1,9 @@
 //! Outbox throughput against floors measured in the same run:
 //! - `enqueue`: `enqueue_dispatch` vs one bare autocommit INSERT of the same
 //!   row (bar: ratio >= 0.6);
+//!   Before it, the WAL frames (pages) per commit of both sides are counted
+//!   and printed on stderr with the bound their ratio sets (see
+//!   `wal_frames_per_commit`);
 //! - `enqueue_same_sql` (a reference, not the bar): `enqueue_dispatch` vs
 //!   the bare SQL an enqueue must write, on a held connection with
 //!   prepared statements: `BEGIN IMMEDIATE`, the row's INSERT, its history
@@ -143,18 +146,85 @@ fn timed(f: impl FnOnce()) -> Duration {
     start.elapsed()
 }
 
+/// WAL frames (pages) one commit of `write` appends, averaged over 2,000
+/// commits after 1,000 to reach a steady state, on `store`'s file (opened
+/// with automatic checkpoints off): the storage work a commit costs, which
+/// the timings follow (a `pwrite` per frame, two `fsync`s per checkpoint).
+fn wal_frames_per_commit(store: &SqliteOutbox, mut write: impl FnMut()) -> f64 {
+    const WARM: usize = 1000;
+    const COUNTED: usize = 2000;
+    let conn = store.store().engine().conn().expect("conn");
+    let page: i64 = conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .expect("page size");
+    let page = u64::try_from(page).expect("a page size");
+    (0..WARM).for_each(|_| write());
+    let frames = || {
+        let wal = store.store().engine().path().with_extension("db-wal");
+        let len = std::fs::metadata(wal).map_or(0, |m| m.len());
+        len.saturating_sub(32) / (page + 24)
+    };
+    let done = state_sqlite::overview::checkpoint(&conn).expect("checkpoint");
+    assert!(!done.busy, "nothing holds the WAL");
+    let before = frames();
+    (0..COUNTED).for_each(|_| write());
+    (frames() - before) as f64 / COUNTED as f64
+}
+
+/// Prints the WAL frames per commit of the `enqueue` pair's two sides and
+/// the bound their ratio puts on its timings.
+fn enqueue_frames() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = EngineConfig {
+        wal_autocheckpoint: 0,
+        ..EngineConfig::default()
+    };
+    let open = |name: &str| {
+        let engine = Engine::create(dir.path().join(name), config.clone()).expect("engine");
+        SqliteOutbox::new(Store::new(engine))
+    };
+    let (ours, floor) = (open("ours.db"), open("floor.db"));
+    let conn = floor.store().engine().conn().expect("conn");
+    let mut insert = conn.prepare(FLOOR_INSERT).expect("prepare");
+    let floor_frames = wal_frames_per_commit(&floor, || {
+        let n = seq();
+        insert
+            .execute(params![
+                format!("f{n}"),
+                now_micros(),
+                format!("k{n}"),
+                "bench payload"
+            ])
+            .expect("insert");
+    });
+    let ours_frames = wal_frames_per_commit(&ours, || {
+        let mut new = NewDispatch::new("bench payload");
+        new.dedup_key = Some(format!("k{}", seq()));
+        enqueue_dispatch(&ours, &SystemClock, &new, &actor()).expect("enqueue");
+    });
+    #[allow(clippy::print_stderr, reason = "the bench reports its page counts")]
+    {
+        eprintln!(
+            "enqueue: WAL frames per commit: floor {floor_frames:.2}, enqueue {ours_frames:.2} \
+             (bound {:.3})",
+            floor_frames / ours_frames
+        );
+    }
+}
+
+/// The floor of the `enqueue` pair: one bare autocommit INSERT of the row.
+const FLOOR_INSERT: &str =
+    "INSERT INTO dispatch_outbox (id, status, created_at, updated_at, attempt,
+        next_attempt_at, dedup_key, payload, max_attempts, ack_required)
+     VALUES (?1, 'pending', ?2, ?2, 0, ?2, ?3, ?4, 5, 0)";
+
 fn enqueue(c: &mut Criterion) {
+    enqueue_frames();
     let dir = tempfile::tempdir().expect("tempdir");
     let ours = store(dir.path(), "ours.db");
     let floor = store(dir.path(), "floor.db");
     let conn = floor.store().engine().conn().expect("conn");
-    let mut insert = conn
-        .prepare(
-            "INSERT INTO dispatch_outbox (id, status, created_at, updated_at, attempt,
-                next_attempt_at, dedup_key, payload, max_attempts, ack_required)
-             VALUES (?1, 'pending', ?2, ?2, 0, ?2, ?3, ?4, 5, 0)",
-        )
-        .expect("prepare");
+    let mut insert = conn.prepare(FLOOR_INSERT).expect("prepare");
     interleaved(
         c,
         "enqueue",

@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "session_owner_host",
         sql: include_str!("../migrations/0008_session_owner_host.sql"),
     },
+    Migration {
+        version: 9,
+        name: "history_rowid_terminal_index",
+        sql: include_str!("../migrations/0009_history_rowid_terminal_index.sql"),
+    },
 ];
 
 impl Migration {

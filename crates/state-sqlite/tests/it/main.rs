@@ -3,6 +3,7 @@
 mod common;
 mod contract;
 mod engine;
+mod history_ids;
 mod hooks;
 mod legacy;
 mod metadata;
