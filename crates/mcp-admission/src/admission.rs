@@ -101,6 +101,23 @@ fn judge(
     }
 }
 
+/// Judges a descriptor whose schema is any document (the batch path's
+/// arena tree, say): `None` (or a JSON `null`) is an absent schema.
+/// Always the same report as [`explain_tool_admission_with`] (when
+/// `detailed`) gives for the same schema as a `Value`.
+pub(crate) fn judge_node<'a, N: Node<'a>>(
+    limits: Limits,
+    name: &str,
+    input_schema: Option<N>,
+    description: Option<&str>,
+    detailed: bool,
+) -> AdmissionReport {
+    match input_schema.filter(|s| !s.is_null()) {
+        Some(root) => judge_schema(limits, name, root, description, detailed),
+        None => judge(limits, name, None, description, detailed),
+    }
+}
+
 /// Judges a descriptor; `root` is the schema, where JSON `null` stands for
 /// an absent one.
 fn judge_schema<'a, N: Node<'a>>(

@@ -14,20 +14,26 @@
 //! table row) and the rest are judged. A non-string `description` is
 //! ignored as absent, as the original does. Records nested far deeper than
 //! serde_json's default limit of 128 are parsed on a growing heap stack and
-//! judged (the gate itself never looks deeper than its depth cap); what is
-//! built of them is dropped without recursion, whether the record is judged
-//! or abandoned by an error (trailing bytes, a later field that cannot be
-//! read) or a value is replaced by a duplicate key.
+//! judged (the gate itself never looks deeper than its depth cap).
 //!
 //! A record is parsed field by field: `id`, `name`, `description` and the
 //! schema are kept (the name and description borrowed from the input), every
 //! other field is checked exactly as a `serde_json::Value` parse checks it
 //! and skipped without being built, so a record is readable or not, and
-//! judged, exactly as if parsed whole. The last of duplicate keys counts.
-//! Keys are always ordinary keys: with serde_json's `raw_value` feature on
-//! (other crates turn it on in the `lionrt` binary) `Value` itself would
-//! read an object keyed `$serde_json::private::RawValue` as the JSON text in
-//! its string, and the gate would judge a schema no host receives.
+//! judged, exactly as if parsed whole. The id and the schema are read into a
+//! flat arena (the private `arena` module) instead of a `Value`: nodes in one `Vec`,
+//! strings borrowed from the input where they have no escapes, an object's
+//! members sorted by key with the last of duplicate keys kept, exactly as a
+//! `Value`'s `Map` holds them. The gate's engine judges the arena through
+//! the same generic code that judges a `Value` (a differential property test
+//! checks that every report field agrees). The arena's buffers are reused
+//! from record to record, and it is dropped without recursion however deep
+//! the record, whether the record is judged or abandoned by an error
+//! (trailing bytes, a later field that cannot be read). Keys are always
+//! ordinary keys: with serde_json's `raw_value` feature on (other crates
+//! turn it on in the `lionrt` binary) `Value` itself would read an object
+//! keyed `$serde_json::private::RawValue` as the JSON text in its string,
+//! and the gate would judge a schema no host receives.
 //!
 //! One case cannot be resynchronised: an element of a JSON array (or of a
 //! `tools` list) whose brackets do not balance ends the batch with one
@@ -41,10 +47,12 @@ use std::str::FromStr;
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Number, Value};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
-use crate::admission::{explain_tool_admission, verdict_with};
+use crate::admission::judge_node;
+use crate::arena::Arena;
+use crate::node::{Node, View};
 use crate::reason::{AdmissionDenied, Reason};
 use crate::report::Limits;
 
@@ -499,15 +507,19 @@ impl Splitter {
     }
 }
 
-/// Parses one record's JSON, at any nesting depth. Every value it builds
-/// (kept, abandoned on an error, or replaced by a duplicate key) is dropped
-/// without recursion: see [`Envelope`], [`Tree`] and [`Collected`].
-fn parse_record(bytes: &[u8]) -> Result<Record<'_>, serde_json::Error> {
+/// Parses one record's JSON into `arena`, at any nesting depth. What is
+/// kept of it (the id and the schemas) lives in the arena, which never
+/// drops recursively, whether the record is judged or abandoned by an error
+/// (trailing bytes, a later field that cannot be read).
+fn parse_record<'de>(
+    bytes: &'de [u8],
+    arena: &mut Arena<'de>,
+) -> Result<Record<'de>, serde_json::Error> {
     // Valid UTF-8 (checked once, quickly) is parsed as text, so no string
     // inside is checked again; anything else as bytes, for the same errors.
     match std::str::from_utf8(bytes) {
-        Ok(text) => parse_from(|| serde_json::Deserializer::from_str(text)),
-        Err(_) => parse_from(|| serde_json::Deserializer::from_slice(bytes)),
+        Ok(text) => parse_from(|| serde_json::Deserializer::from_str(text), arena),
+        Err(_) => parse_from(|| serde_json::Deserializer::from_slice(bytes), arena),
     }
 }
 
@@ -515,15 +527,19 @@ fn parse_record(bytes: &[u8]) -> Result<Record<'_>, serde_json::Error> {
 /// deep path).
 fn parse_from<'de, R: serde_json::de::Read<'de>>(
     make: impl Fn() -> serde_json::Deserializer<R>,
+    arena: &mut Arena<'de>,
 ) -> Result<Record<'de>, serde_json::Error> {
     let mut de = make();
-    match Record::deserialize(&mut de).and_then(|v| de.end().map(|()| v)) {
+    let first = RecordSeed { arena: &mut *arena }
+        .deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v));
+    match first {
         Err(e) if e.to_string().contains("recursion limit") => {
+            arena.reset();
             let mut de = make();
             de.disable_recursion_limit();
-            let record = Record::deserialize(serde_stacker::Deserializer::new(&mut de))?;
-            // On trailing bytes the record, however deep, goes without
-            // recursion (the `Drop` of its `Envelope`).
+            let record =
+                RecordSeed { arena }.deserialize(serde_stacker::Deserializer::new(&mut de))?;
             de.end()?;
             Ok(record)
         }
@@ -532,10 +548,11 @@ fn parse_from<'de, R: serde_json::de::Read<'de>>(
 }
 
 /// A record as the gate reads it: the fields it uses are kept (the name
-/// and description borrowed from the input where they have no escapes),
-/// every other field is checked exactly as a `serde_json::Value` parse
-/// checks it and then skipped without being built. Duplicate keys: the last
-/// one counts, as in a `Value` (and in Python's `json`).
+/// and description borrowed from the input where they have no escapes, the
+/// id and the schemas read into the arena), every other field is checked
+/// exactly as a `serde_json::Value` parse checks it and then skipped without
+/// being built. Duplicate keys: the last one counts, as in a `Value` (and in
+/// Python's `json`).
 enum Record<'de> {
     /// A JSON object.
     Tool(Envelope<'de>),
@@ -543,45 +560,21 @@ enum Record<'de> {
     NotObject,
 }
 
-/// The fields of a tool record the gate reads. The values that may nest
-/// deeply are dropped without recursion however the envelope goes (judged,
-/// or abandoned by an error in a later field or after the record).
+/// The fields of a tool record the gate reads; `id` and the schemas are
+/// nodes of the record's arena.
 #[derive(Default)]
 struct Envelope<'de> {
-    id: Option<Value>,
+    id: Option<usize>,
     name: Option<Text<'de>>,
     description: Option<Text<'de>>,
-    input_schema_camel: Option<Value>,
-    input_schema_snake: Option<Value>,
+    input_schema_camel: Option<usize>,
+    input_schema_snake: Option<usize>,
 }
 
 impl Envelope<'_> {
     /// The schema: `inputSchema` when present (even `null`), else `input_schema`.
-    fn schema(&self) -> Option<&Value> {
-        self.input_schema_camel
-            .as_ref()
-            .or(self.input_schema_snake.as_ref())
-    }
-}
-
-impl Drop for Envelope<'_> {
-    fn drop(&mut self) {
-        drop_all(
-            [
-                self.id.take(),
-                self.input_schema_camel.take(),
-                self.input_schema_snake.take(),
-            ]
-            .into_iter()
-            .flatten(),
-        );
-    }
-}
-
-/// Sets a field; the value a duplicate key replaces goes without recursion.
-fn set_field(slot: &mut Option<Value>, value: Tree) {
-    if let Some(old) = slot.replace(value.into_value()) {
-        drop_iteratively(old);
+    fn schema(&self) -> Option<usize> {
+        self.input_schema_camel.or(self.input_schema_snake)
     }
 }
 
@@ -631,15 +624,20 @@ macro_rules! scalars_as {
     };
 }
 
-impl<'de> Deserialize<'de> for Record<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(RecordVisitor)
+/// Reads a record, its id and schemas into an arena.
+struct RecordSeed<'s, 'de> {
+    arena: &'s mut Arena<'de>,
+}
+
+impl<'de> DeserializeSeed<'de> for RecordSeed<'_, 'de> {
+    type Value = Record<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
-struct RecordVisitor;
-
-impl<'de> Visitor<'de> for RecordVisitor {
+impl<'de> Visitor<'de> for RecordSeed<'_, 'de> {
     type Value = Record<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -650,11 +648,15 @@ impl<'de> Visitor<'de> for RecordVisitor {
         let mut e = Envelope::default();
         while let Some(key) = map.next_key::<Field>()? {
             match key {
-                Field::Id => set_field(&mut e.id, map.next_value()?),
+                Field::Id => e.id = Some(map.next_value_seed(self.arena.seed())?),
                 Field::Name => e.name = Some(map.next_value()?),
                 Field::Description => e.description = Some(map.next_value()?),
-                Field::InputSchemaCamel => set_field(&mut e.input_schema_camel, map.next_value()?),
-                Field::InputSchemaSnake => set_field(&mut e.input_schema_snake, map.next_value()?),
+                Field::InputSchemaCamel => {
+                    e.input_schema_camel = Some(map.next_value_seed(self.arena.seed())?);
+                }
+                Field::InputSchemaSnake => {
+                    e.input_schema_snake = Some(map.next_value_seed(self.arena.seed())?);
+                }
                 Field::Other => {
                     map.next_value::<Checked>()?;
                 }
@@ -786,143 +788,6 @@ impl<'de> Visitor<'de> for Checked {
     scalars_as!(Checked);
 }
 
-/// A `Value` built from JSON text exactly as written. Unlike
-/// `Value::deserialize`, an object key is always an ordinary key: with
-/// serde_json's `raw_value` feature (which other crates turn on in the
-/// `lionrt` binary) `Value` reads an object whose first key is
-/// `$serde_json::private::RawValue` as the JSON text in its string, so the
-/// gate would judge another schema than the one a host receives.
-///
-/// A tree not taken with [`Tree::into_value`] is dropped without recursion.
-struct Tree(Value);
-
-impl Tree {
-    fn into_value(mut self) -> Value {
-        std::mem::take(&mut self.0)
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        drop_iteratively(std::mem::take(&mut self.0));
-    }
-}
-
-/// The members of an array or object being built: when the building is
-/// abandoned (an error returned through `?`), the members built so far,
-/// any of which may nest deeply, are dropped without recursion.
-struct Collected<T: IntoIterator<Item = Value> + Default>(T);
-
-impl<T: IntoIterator<Item = Value> + Default> Drop for Collected<T> {
-    fn drop(&mut self) {
-        drop_all(std::mem::take(&mut self.0));
-    }
-}
-
-impl<'de> Deserialize<'de> for Tree {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TreeVisitor).map(Tree)
-    }
-}
-
-struct TreeVisitor;
-
-impl<'de> Visitor<'de> for TreeVisitor {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a json value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut m = Collected(Members(Map::new()));
-        while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value::<Tree>()?.into_value();
-            // The last of duplicate keys counts.
-            if let Some(old) = m.0.0.insert(key, value) {
-                drop_iteratively(old);
-            }
-        }
-        Ok(Value::Object(std::mem::take(&mut m.0.0)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Collected(Vec::new());
-        while let Some(item) = seq.next_element::<Tree>()? {
-            items.0.push(item.into_value());
-        }
-        Ok(Value::Array(std::mem::take(&mut items.0)))
-    }
-
-    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Value, E> {
-        Ok(Value::Bool(b))
-    }
-
-    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Number(n.into()))
-    }
-
-    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::Number(n.into()))
-    }
-
-    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Value, E> {
-        // JSON text has no NaN or infinity; `Value` reads one as null too.
-        Ok(Number::from_f64(n).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
-        Ok(Value::String(s.to_owned()))
-    }
-
-    fn visit_string<E: de::Error>(self, s: String) -> Result<Value, E> {
-        Ok(Value::String(s))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-}
-
-/// The values of an object's members (its keys are dropped as they go).
-#[derive(Default)]
-struct Members(Map<String, Value>);
-
-impl IntoIterator for Members {
-    type Item = Value;
-    type IntoIter = std::iter::Map<serde_json::map::IntoIter, fn((String, Value)) -> Value>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter().map(|(_, v)| v)
-    }
-}
-
-/// Drops a value without recursion (a deeply nested one would overflow the
-/// stack in the recursive default drop).
-fn drop_iteratively(value: Value) {
-    drop_all([value]);
-}
-
-/// Drops values without recursion: arrays and objects are taken apart on a
-/// heap stack, scalars dropped where they are (so a shallow value costs at
-/// most one small allocation).
-fn drop_all(values: impl IntoIterator<Item = Value>) {
-    let mut stack: Vec<Value> = Vec::new();
-    let nested = |v: &Value| matches!(v, Value::Array(_) | Value::Object(_));
-    stack.extend(values.into_iter().filter(nested));
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Array(items) => stack.extend(items.into_iter().filter(nested)),
-            Value::Object(m) => stack.extend(m.into_iter().map(|(_, v)| v).filter(nested)),
-            _ => {}
-        }
-    }
-}
-
 fn lowercase_message(e: &serde_json::Error) -> String {
     let s = e.to_string();
     let s = s.rfind(" at line ").map_or(s.as_str(), |i| &s[..i]);
@@ -937,24 +802,29 @@ fn lowercase_message(e: &serde_json::Error) -> String {
 
 /// Judges one record (with the message and detail of a denial).
 pub fn judge_record(record: &RawRecord) -> ToolResult {
-    judge_record_with(record, true)
+    judge_record_with(record, true, &mut None)
 }
 
 /// Judges one record as a [`Checker`] writing `format` does (JSON Lines
 /// needs neither the message nor the detail of a denial, so it skips them).
 pub fn judge_record_as(record: &RawRecord, format: OutputFormat) -> ToolResult {
-    judge_record_with(record, format != OutputFormat::Jsonl)
+    judge_record_with(record, format != OutputFormat::Jsonl, &mut None)
 }
+
+/// The arena buffers one judge keeps from record to record (emptied; see
+/// [`Arena::recycle`]).
+type Scratch = Option<Arena<'static>>;
 
 /// Judges one record; `explained` adds the message and detail of a denial
 /// (JSON Lines output needs neither).
-fn judge_record_with(record: &RawRecord, explained: bool) -> ToolResult {
+fn judge_record_with(record: &RawRecord, explained: bool, scratch: &mut Scratch) -> ToolResult {
     judge_bytes(
         &record.bytes,
         record.line,
         record.index,
         record.broken.as_deref(),
         explained,
+        scratch,
     )
 }
 
@@ -965,58 +835,47 @@ fn judge_bytes(
     index: usize,
     broken: Option<&str>,
     explained: bool,
+    scratch: &mut Scratch,
 ) -> ToolResult {
     let line = Some(record_line);
     if let Some(why) = broken {
         return ToolResult::error(None, line, index, why.to_owned());
     }
-    let parsed = match parse_record(bytes) {
-        Ok(parsed) => parsed,
+    let mut arena: Arena<'_> = scratch.take().map_or_else(Arena::new, Arena::recycle);
+    let result = match parse_record(bytes, &mut arena) {
+        Ok(Record::Tool(envelope)) => judge_envelope(&envelope, &arena, line, index, explained),
+        Ok(Record::NotObject) => {
+            ToolResult::error(None, line, index, "a tool must be a json object".to_owned())
+        }
         Err(e) => {
             let at_line = record_line + e.line().saturating_sub(1);
-            return ToolResult::error(
+            ToolResult::error(
                 None,
                 Some(at_line),
                 index,
                 format!("not json: {}", lowercase_message(&e)),
-            );
+            )
         }
     };
-    let Record::Tool(envelope) = parsed else {
-        return ToolResult::error(None, line, index, "a tool must be a json object".to_owned());
-    };
-    // The envelope's values, however deep, are dropped without recursion.
-    judge_envelope(&envelope, line, index, explained)
-}
-
-/// True when a value nests deeper than `limit` (checked without recursion).
-fn nesting_exceeds(value: &Value, limit: usize) -> bool {
-    let mut stack = vec![(value, 0usize)];
-    while let Some((v, d)) = stack.pop() {
-        if d > limit {
-            return true;
-        }
-        match v {
-            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
-            Value::Object(m) => stack.extend(m.values().map(|i| (i, d + 1))),
-            _ => {}
-        }
-    }
-    false
+    *scratch = Some(arena.recycle());
+    result
 }
 
 fn judge_envelope(
     e: &Envelope<'_>,
+    arena: &Arena<'_>,
     line: Option<usize>,
     index: usize,
     explained: bool,
 ) -> ToolResult {
     // An id is echoed; one nested absurdly deep is replaced, not recursed.
-    let id = e.id.as_ref().map(|id| {
-        if matches!(id, Value::Array(_) | Value::Object(_)) && nesting_exceeds(id, DEEP) {
+    let id = e.id.map(|id| {
+        let id = arena.node(id);
+        let nested = matches!(id.view(), View::Array(_) | View::Object(_));
+        if nested && id.nests_deeper_than(DEEP) {
             Value::from("(id nested too deep)")
         } else {
-            id.clone()
+            id.to_value()
         }
     });
     let name = match &e.name {
@@ -1028,16 +887,16 @@ fn judge_envelope(
     };
     // The original ignores a description that is not a string.
     let description = e.description.as_ref().and_then(Text::as_str);
-    let schema = e.schema();
+    let schema = e.schema().map(|i| arena.node(i));
     // JSON Lines needs the reason alone: no report is built for it.
     let (reason, message, detail) = if explained {
-        let report = explain_tool_admission(name, schema, description);
+        let report = judge_node(Limits::default(), name, schema, description, true);
         let message = report
             .reason
             .map(|r| AdmissionDenied::new(name, r).to_string());
         (report.reason, message, report.detail().unwrap_or_default())
     } else {
-        let reason = verdict_with(Limits::default(), name, schema, description);
+        let reason = judge_node(Limits::default(), name, schema, description, false).reason;
         (reason, None, String::new())
     };
     ToolResult {
@@ -1127,8 +986,12 @@ impl RecordBatch {
     /// (hand the results to [`Checker::render`]).
     pub fn judge(&self, format: OutputFormat) -> Vec<ToolResult> {
         let explained = format != OutputFormat::Jsonl;
+        let mut scratch = None;
         self.each()
-            .map(|(bytes, s)| judge_bytes(bytes, s.line, s.index, s.broken.as_deref(), explained))
+            .map(|(bytes, s)| {
+                let broken = s.broken.as_deref();
+                judge_bytes(bytes, s.line, s.index, broken, explained, &mut scratch)
+            })
             .collect()
     }
 
@@ -1136,8 +999,10 @@ impl RecordBatch {
     /// order; returns the counts (hand both to [`Checker::add_jsonl`]).
     pub fn judge_jsonl(&self, out: &mut String) -> Tally {
         let mut tally = Tally::default();
+        let mut scratch = None;
         for (bytes, s) in self.each() {
-            let result = judge_bytes(bytes, s.line, s.index, s.broken.as_deref(), false);
+            let broken = s.broken.as_deref();
+            let result = judge_bytes(bytes, s.line, s.index, broken, false, &mut scratch);
             tally.add(&result);
             render_jsonl(&result, out);
         }
@@ -1152,6 +1017,8 @@ pub struct Checker {
     splitter: Splitter,
     renderer: Renderer,
     tally: Tally,
+    /// The arena buffers reused from record to record.
+    scratch: Scratch,
 }
 
 /// Counts of a batch.
@@ -1196,6 +1063,7 @@ impl Checker {
             splitter: Splitter::new(),
             renderer: Renderer::new(format, artifact_uri),
             tally: Tally::default(),
+            scratch: None,
         }
     }
 
@@ -1206,10 +1074,11 @@ impl Checker {
             splitter,
             renderer,
             tally,
+            scratch,
         } = self;
         let explained = *explained;
         splitter.feed(chunk, &mut |record| {
-            let result = judge_record_with(record, explained);
+            let result = judge_record_with(record, explained, scratch);
             tally.add(&result);
             renderer.record(&result, out);
         });
@@ -1278,10 +1147,11 @@ impl Checker {
             splitter,
             renderer,
             tally,
+            scratch,
         } = &mut self;
         let explained = *explained;
         splitter.finish(&mut |record| {
-            let result = judge_record_with(record, explained);
+            let result = judge_record_with(record, explained, scratch);
             tally.add(&result);
             renderer.record(&result, out);
         });

@@ -276,6 +276,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod arena;
 pub mod batch;
 mod engine;
 mod node;

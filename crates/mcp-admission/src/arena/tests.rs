@@ -1,0 +1,407 @@
+//! Unit tests: the arena reads a document exactly as a `serde_json::Value`
+//! parse does, and the gate gives an arena document exactly the report it
+//! gives the same document as a `Value` (the batch path's fail-closed guard:
+//! any difference could admit what the in-process gate denies).
+
+use proptest::prelude::*;
+use serde::de::DeserializeSeed;
+use serde_json::Value;
+
+use super::Arena;
+use crate::admission::{explain_tool_admission_with, judge_node};
+use crate::node::Node;
+use crate::report::Limits;
+
+/// JSON text, generated with the shapes a `Value` view could get wrong.
+#[derive(Debug, Clone)]
+enum Text {
+    /// A literal as written (`null`, `true`, a number, ...).
+    Raw(&'static str),
+    /// A string, `true` when written with escapes.
+    Str(String, bool),
+    Array(Vec<Text>),
+    /// Members as written: keys may repeat, and may be escaped.
+    Object(Vec<(String, bool, Text)>),
+    /// `levels` wrappers of `kind` around a value.
+    Deep(usize, u8, Box<Text>),
+}
+
+impl Text {
+    fn write(&self, out: &mut String) {
+        match self {
+            Text::Raw(s) => out.push_str(s),
+            Text::Str(s, escaped) => write_string(out, s, *escaped),
+            Text::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    item.write(out);
+                }
+                out.push(']');
+            }
+            Text::Object(members) => {
+                out.push('{');
+                for (i, (k, escaped, v)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_string(out, k, *escaped);
+                    out.push(':');
+                    v.write(out);
+                }
+                out.push('}');
+            }
+            Text::Deep(levels, kind, inner) => {
+                let (open, close) = match kind % 4 {
+                    0 => (r#"{"properties": {"cmd": "#, "}}"),
+                    1 => (r#"{"anyOf": ["#, "]}"),
+                    2 => ("[", "]"),
+                    _ => (r#"{"items": "#, "}"),
+                };
+                for _ in 0..*levels {
+                    out.push_str(open);
+                }
+                inner.write(out);
+                for _ in 0..*levels {
+                    out.push_str(close);
+                }
+            }
+        }
+    }
+}
+
+/// A JSON string literal; `escaped` writes every other character as a
+/// `\u` escape (surrogate pairs past the BMP) and `/` as `\/`.
+fn write_string(out: &mut String, s: &str, escaped: bool) {
+    out.push('"');
+    for (i, c) in s.chars().enumerate() {
+        let escape = escaped && i % 2 == 0;
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '/' if escape => out.push_str("\\/"),
+            c if escape || u32::from(c) < 0x20 => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+const KEYS: &[&str] = &[
+    "type",
+    "properties",
+    "items",
+    "prefixItems",
+    "unevaluatedItems",
+    "$ref",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "if",
+    "then",
+    "else",
+    "not",
+    "additionalProperties",
+    "patternProperties",
+    "enum",
+    "const",
+    "$defs",
+    "definitions",
+    "required",
+    "x-a",
+    "$comment",
+    "$dynamicRef",
+    "$recursiveRef",
+    "description",
+    "$id",
+    "$schema",
+    "title",
+    "default",
+    "maxLength",
+    "cmd",
+    "command",
+    "commandLine",
+    "shell_command",
+    "args",
+    "argv",
+    "script",
+    "code",
+    "program",
+    "shell",
+    "\u{17f}hell",
+    "interpreter",
+    "text",
+    "input",
+    "cwd",
+    "service_id",
+    "a",
+    "a/b",
+    "a~b",
+    "",
+    "\u{e9}",
+    "\u{1f600}",
+];
+
+const WORDS: &[&str] = &[
+    "string",
+    "object",
+    "array",
+    "integer",
+    "number",
+    "boolean",
+    "null",
+    "String",
+    "#",
+    "#/$defs/a",
+    "#/$defs/cmd",
+    "#/definitions/a",
+    "#/properties/cmd",
+    "#/properties/a",
+    "#/anyOf/0",
+    "#/anyOf/01",
+    "#/items",
+    "#/$defs/a~1b",
+    "#/$defs/a~0b",
+    "http://x/y",
+    "#anchor",
+    "^c.*$",
+    "^(?:cmd|args)$",
+    "(?i)SCRIPT",
+    "(?=x)",
+    "[",
+    "cmd",
+    "Run shell commands",
+];
+
+const NUMBERS: &[&str] = &[
+    "0",
+    "-0",
+    "-0.0",
+    "1",
+    "1.0",
+    "1e2",
+    "0.1",
+    "-1",
+    "18446744073709551615",
+    "18446744073709551616",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "123456789012345678901234567890",
+    "1e308",
+    "1e400",
+    "2.5e-400",
+];
+
+fn key() -> impl Strategy<Value = (String, bool)> {
+    (
+        prop_oneof![
+            6 => prop::sample::select(KEYS).prop_map(str::to_owned),
+            1 => "\\PC{0,4}",
+        ],
+        prop::bool::weighted(0.2),
+    )
+}
+
+fn leaf() -> impl Strategy<Value = Text> {
+    prop_oneof![
+        1 => prop::sample::select(&["null", "true", "false"][..]).prop_map(Text::Raw),
+        1 => prop::sample::select(NUMBERS).prop_map(Text::Raw),
+        3 => (
+            prop_oneof![
+                4 => prop::sample::select(WORDS).prop_map(str::to_owned),
+                1 => "\\PC{0,6}",
+            ],
+            prop::bool::weighted(0.2),
+        )
+            .prop_map(|(s, e)| Text::Str(s, e)),
+        2 => Just(Text::Object(Vec::new())),
+    ]
+}
+
+/// Any JSON text, biased towards schema vocabulary, duplicate keys and
+/// references that resolve.
+fn document() -> impl Strategy<Value = Text> {
+    leaf().prop_recursive(7, 160, 7, |inner| {
+        prop_oneof![
+            1 => prop::collection::vec(inner.clone(), 0..5).prop_map(Text::Array),
+            4 => prop::collection::vec((key(), inner.clone()), 0..7).prop_map(|members| {
+                Text::Object(members.into_iter().map(|((k, e), v)| (k, e, v)).collect())
+            }),
+            1 => (0usize..300, any::<u8>(), inner).prop_map(|(n, kind, v)| Text::Deep(n, kind, Box::new(v))),
+        ]
+    })
+}
+
+const NAMES: &[&str] = &[
+    "bash",
+    "exec",
+    "notebook",
+    "search",
+    "run_command",
+    "worker",
+];
+const DESCRIPTIONS: &[Option<&str>] = &[
+    None,
+    Some("Execute terminal commands."),
+    Some("Search things."),
+];
+
+/// The `Value` a text parses to (any depth), or serde_json's error.
+fn as_value(text: &str) -> Result<Value, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let value = serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de))
+        .and_then(|v: Value| de.end().map(|()| v));
+    value.map_err(|e| e.to_string())
+}
+
+/// The arena node a text parses to (any depth), or serde_json's error.
+fn into_arena<'de>(text: &'de str, arena: &mut Arena<'de>) -> Result<usize, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let root = arena
+        .seed()
+        .deserialize(serde_stacker::Deserializer::new(&mut de))
+        .and_then(|v| de.end().map(|()| v));
+    root.map_err(|e| e.to_string())
+}
+
+/// A value dropped without recursion (a generated one may nest 2,000 deep).
+struct Flat(Value);
+
+impl Drop for Flat {
+    fn drop(&mut self) {
+        drop_flat(std::mem::take(&mut self.0));
+    }
+}
+
+fn drop_flat(value: Value) {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(m) => stack.extend(m.into_iter().map(|(_, v)| v)),
+            _ => {}
+        }
+    }
+}
+
+/// Checks one text both ways; `limits` as the gate is run.
+fn same_both_ways(
+    text: &str,
+    name: &str,
+    description: Option<&str>,
+    limits: Limits,
+) -> Result<(), TestCaseError> {
+    let mut arena = Arena::new();
+    let value = as_value(text);
+    let root = into_arena(text, &mut arena);
+    match (value, root) {
+        (Err(v), Err(a)) => prop_assert_eq!(v, a, "{}", text),
+        (Ok(value), Ok(root)) => {
+            let value = Flat(value);
+            let value = &value.0;
+            let node = arena.node(root);
+            // Not too deep to compare and rebuild recursively.
+            if !node.nests_deeper_than(400) {
+                let rebuilt = node.to_value();
+                let rebuilt = Flat(rebuilt);
+                prop_assert_eq!(&rebuilt.0, value, "{}", text);
+            }
+            let by_value = explain_tool_admission_with(limits, name, Some(value), description);
+            let by_arena = judge_node(limits, name, Some(node), description, true);
+            prop_assert_eq!(&by_arena, &by_value, "{}", text);
+            let plain = judge_node(limits, name, Some(node), description, false);
+            prop_assert_eq!(plain.reason, by_value.reason, "{}", text);
+        }
+        (v, a) => prop_assert!(false, "{text}: value {v:?}, arena {a:?}"),
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 3000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The differential guard of the batch path: on any text, the arena
+    /// holds what a `Value` holds (or fails with the same error), and every
+    /// report field is the same, detailed or plain.
+    #[test]
+    fn an_arena_document_gets_the_value_report(
+        doc in document(),
+        name in prop::sample::select(NAMES),
+        description in prop::sample::select(DESCRIPTIONS),
+        small in any::<bool>(),
+    ) {
+        let mut text = String::new();
+        doc.write(&mut text);
+        // Small budgets reach the limits (and their fail-closed paths) often.
+        let limits = if small {
+            Limits { max_depth: 4, max_nodes: 40 }
+        } else {
+            Limits::default()
+        };
+        same_both_ways(&text, name, description, limits)?;
+    }
+
+    /// Broken text fails the same way both ways (never a verdict from a
+    /// document a `Value` parse refuses).
+    #[test]
+    fn broken_text_fails_as_a_value_parse_fails(
+        doc in document(),
+        cut in any::<prop::sample::Index>(),
+        insert in prop::sample::select(&["", "]", "}", ",", "\"", "\\", "x", "{", "\u{0}"][..]),
+    ) {
+        let mut text = String::new();
+        doc.write(&mut text);
+        let mut at = cut.index(text.len() + 1);
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let broken = format!("{}{insert}", &text[..at]);
+        same_both_ways(&broken, "bash", None, Limits::default())?;
+    }
+}
+
+/// The members' order and the last of duplicate keys, as a `Value` has them.
+#[test]
+fn members_are_sorted_and_the_last_duplicate_counts() {
+    let text = r#"{"b": 1, "a": 2, "b": {"c": 3}, "\u0061": 4, "": 5}"#;
+    let mut arena = Arena::new();
+    let root = into_arena(text, &mut arena).expect("valid json");
+    let value = as_value(text).expect("valid json");
+    assert_eq!(arena.node(root).to_value(), value);
+    let members = arena.node(root).as_object().expect("an object");
+    let keys: Vec<&str> = crate::node::Obj::iter(members).map(|(k, _)| k).collect();
+    assert_eq!(keys, ["", "a", "b"]);
+    let b = crate::node::Obj::get(members, "b").map(|n| n.to_value());
+    assert_eq!(b, Some(serde_json::json!({"c": 3})));
+}
+
+/// Recycling keeps the buffers (a worker allocates them once).
+#[test]
+fn recycling_keeps_the_buffers() {
+    let mut arena = Arena::new();
+    let text = String::from(r#"{"a": [1, 2, {"b": "c"}], "d": "e"}"#);
+    into_arena(&text, &mut arena).expect("valid json");
+    let capacity = arena.nodes.capacity();
+    assert!(capacity >= 8);
+    let mut recycled: Arena<'static> = arena.recycle();
+    assert_eq!(recycled.nodes.capacity(), capacity);
+    assert_eq!(recycled.nodes.len(), 1);
+    let again = String::from("[true]");
+    let mut arena = recycled.recycle();
+    assert_eq!(into_arena(&again, &mut arena), Ok(2));
+    recycled = arena.recycle();
+    assert_eq!(recycled.nodes.capacity(), capacity);
+}
