@@ -10,35 +10,65 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
+use crate::json::{LineError, Scan, parse_all};
 use crate::parse::{
     Batch, FileState, LineStats, Verdict, action_request, action_response, object_str, object1,
 };
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Event<'a> {
-    #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     uuid: Option<Cow<'a, str>>,
-    #[serde(rename = "parentUuid", borrow, default)]
     parent_uuid: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     timestamp: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     cwd: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     message: Option<Message<'a>>,
 }
 
-#[derive(Deserialize)]
+impl<'a> Event<'a> {
+    fn read(s: &mut Scan<'a>) -> Result<Self, LineError> {
+        let mut ev = Event::default();
+        s.record(
+            &["type", "uuid", "parentUuid", "timestamp", "cwd", "message"],
+            |s, field| {
+                match field {
+                    0 => ev.kind = s.opt_str()?,
+                    1 => ev.uuid = s.opt_str()?,
+                    2 => ev.parent_uuid = s.opt_str()?,
+                    3 => ev.timestamp = s.opt_str()?,
+                    4 => ev.cwd = s.opt_str()?,
+                    _ => {
+                        ev.message = match s.null()? {
+                            true => None,
+                            false => Some(Message::read(s)?),
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        Ok(ev)
+    }
+}
+
+#[derive(Default)]
 struct Message<'a> {
-    #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     content: Option<Content<'a>>,
+}
+
+impl<'a> Message<'a> {
+    fn read(s: &mut Scan<'a>) -> Result<Self, LineError> {
+        let mut m = Message::default();
+        s.record(&["model", "content"], |s, field| {
+            match field {
+                0 => m.model = s.opt_str()?,
+                _ => m.content = Content::read(s)?,
+            }
+            Ok(())
+        })?;
+        Ok(m)
+    }
 }
 
 /// A message's content, read in the same pass as the line: a string, or
@@ -49,81 +79,114 @@ enum Content<'a> {
     Other,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+impl<'a> Content<'a> {
+    /// `None` for `null`.
+    fn read(s: &mut Scan<'a>) -> Result<Option<Self>, LineError> {
+        if s.null()? {
+            return Ok(None);
+        }
+        Ok(Some(match s.peek() {
+            Some(b'"') => Content::Text(s.str()?),
+            Some(b'[') => {
+                let mut blocks = Vec::with_capacity(2);
+                s.array(|s| {
+                    blocks.push(Block::read(s)?);
+                    Ok(())
+                })?;
+                Content::Blocks(blocks)
+            }
+            _ => {
+                // Rare: an object, a number or a boolean is kept as nothing,
+                // but must still be what serde reads as such (a number in
+                // range, an object's keys valid strings).
+                let raw = s.raw_bytes()?;
+                serde_json::from_slice::<OddContent>(raw)?;
+                Content::Other
+            }
+        }))
+    }
+}
+
+/// A content that is neither text nor blocks, checked by serde_json.
+struct OddContent;
+
+impl<'de> serde::Deserialize<'de> for OddContent {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = Content<'a>;
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = OddContent;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a string or an array of content blocks")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Content<'a>, E> {
-                Ok(Content::Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Content<'a>, E> {
-                Ok(Content::Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Content<'a>, E> {
-                Ok(Content::Text(Cow::Owned(v)))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Content<'a>, A::Error> {
-                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(2));
-                while let Some(b) = seq.next_element::<Block<'a>>()? {
-                    blocks.push(b);
-                }
-                Ok(Content::Blocks(blocks))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,
-            ) -> Result<Content<'a>, A::Error> {
+            ) -> Result<OddContent, A::Error> {
                 while map
                     .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
                     .is_some()
                 {}
-                Ok(Content::Other)
+                Ok(OddContent)
             }
-            fn visit_unit<E>(self) -> Result<Content<'a>, E> {
-                Ok(Content::Other)
+            fn visit_bool<E>(self, _: bool) -> Result<OddContent, E> {
+                Ok(OddContent)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Content<'a>, E> {
-                Ok(Content::Other)
+            fn visit_i64<E>(self, _: i64) -> Result<OddContent, E> {
+                Ok(OddContent)
             }
-            fn visit_i64<E>(self, _: i64) -> Result<Content<'a>, E> {
-                Ok(Content::Other)
+            fn visit_u64<E>(self, _: u64) -> Result<OddContent, E> {
+                Ok(OddContent)
             }
-            fn visit_u64<E>(self, _: u64) -> Result<Content<'a>, E> {
-                Ok(Content::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Content<'a>, E> {
-                Ok(Content::Other)
+            fn visit_f64<E>(self, _: f64) -> Result<OddContent, E> {
+                Ok(OddContent)
             }
         }
-        d.deserialize_any(V(std::marker::PhantomData))
+        d.deserialize_any(V)
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Block<'a> {
-    #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    text: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    text: Option<&'a str>,
     id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    input: Option<&'a str>,
     tool_use_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-    #[serde(default)]
+    content: Option<&'a str>,
     is_error: Option<bool>,
+}
+
+impl<'a> Block<'a> {
+    fn read(s: &mut Scan<'a>) -> Result<Self, LineError> {
+        let mut b = Block::default();
+        s.record(
+            &[
+                "type",
+                "text",
+                "id",
+                "name",
+                "input",
+                "tool_use_id",
+                "content",
+                "is_error",
+            ],
+            |s, field| {
+                match field {
+                    0 => b.kind = s.opt_str()?,
+                    1 => b.text = s.opt_raw()?,
+                    2 => b.id = s.opt_str()?,
+                    3 => b.name = s.opt_str()?,
+                    4 => b.input = s.opt_raw()?,
+                    5 => b.tool_use_id = s.opt_str()?,
+                    6 => b.content = s.opt_raw()?,
+                    _ => b.is_error = s.opt_bool()?,
+                }
+                Ok(())
+            },
+        )?;
+        Ok(b)
+    }
 }
 
 /// Handles one line; `Err` when it is not an event object.
@@ -133,8 +196,8 @@ pub(crate) fn line(
     stats: &mut LineStats,
     bytes: &[u8],
     offset: u64,
-) -> Result<Verdict, serde_json::Error> {
-    let ev: Event<'_> = serde_json::from_slice(bytes)?;
+) -> Result<Verdict, LineError> {
+    let ev = parse_all(bytes, Event::read)?;
     let kind = ev.kind.as_deref().unwrap_or("");
     if let Some(cwd) = ev.cwd.as_deref() {
         st.set_cwd(cwd);
@@ -207,18 +270,13 @@ pub(crate) fn line(
                         } else {
                             st.id(&["call", call])
                         };
-                        batch.push(
-                            id,
-                            "action",
-                            action_request(name, b.input.map(RawValue::get)),
-                            at,
-                        );
+                        batch.push(id, "action", action_request(name, b.input), at);
                     }
                     Some("tool_result") => {
                         let call = b.tool_use_id.as_deref().unwrap_or("");
                         let content = action_response(
                             st.tools.get(call).map(String::as_str),
-                            b.content.map(RawValue::get),
+                            b.content,
                             &st.id(&["call", call]),
                             b.is_error.unwrap_or(false),
                         );

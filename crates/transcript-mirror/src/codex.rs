@@ -10,55 +10,102 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
+use crate::json::{LineError, Scan, parse_all, whole_value};
 use crate::parse::{
     Batch, FileState, LineStats, Verdict, action_request, action_response, object1,
 };
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct Line<'a> {
-    #[serde(borrow, default)]
     timestamp: Option<Cow<'a, str>>,
-    #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    payload: Option<&'a RawValue>,
+    payload: Option<&'a str>,
 }
 
-#[derive(Deserialize)]
+impl<'a> Line<'a> {
+    fn read(s: &mut Scan<'a>) -> Result<Self, LineError> {
+        let mut l = Line::default();
+        s.record(&["timestamp", "type", "payload"], |s, field| {
+            match field {
+                0 => l.timestamp = s.opt_str()?,
+                1 => l.kind = s.opt_str()?,
+                _ => l.payload = s.opt_raw()?,
+            }
+            Ok(())
+        })?;
+        Ok(l)
+    }
+}
+
+#[derive(Default)]
 struct Payload<'a> {
-    #[serde(rename = "type", borrow, default)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     cwd: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     model: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     role: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    content: Option<&'a str>,
     name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
     arguments: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    action: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    input: Option<&'a str>,
+    action: Option<&'a str>,
     call_id: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    output: Option<&'a RawValue>,
+    output: Option<&'a str>,
 }
 
-#[derive(Deserialize)]
-struct TextBlock<'a> {
-    #[serde(borrow, default)]
-    text: Option<&'a RawValue>,
+impl<'a> Payload<'a> {
+    fn read(s: &mut Scan<'a>) -> Result<Self, LineError> {
+        let mut p = Payload::default();
+        s.record(
+            &[
+                "type",
+                "id",
+                "cwd",
+                "model",
+                "role",
+                "content",
+                "name",
+                "arguments",
+                "input",
+                "action",
+                "call_id",
+                "output",
+            ],
+            |s, field| {
+                match field {
+                    0 => p.kind = s.opt_str()?,
+                    1 => p.id = s.opt_str()?,
+                    2 => p.cwd = s.opt_str()?,
+                    3 => p.model = s.opt_str()?,
+                    4 => p.role = s.opt_str()?,
+                    5 => p.content = s.opt_raw()?,
+                    6 => p.name = s.opt_str()?,
+                    7 => p.arguments = s.opt_str()?,
+                    8 => p.input = s.opt_raw()?,
+                    9 => p.action = s.opt_raw()?,
+                    10 => p.call_id = s.opt_str()?,
+                    _ => p.output = s.opt_raw()?,
+                }
+                Ok(())
+            },
+        )?;
+        Ok(p)
+    }
+}
+
+/// A message's content blocks: only their text is read (kept raw).
+fn text_blocks<'a>(s: &mut Scan<'a>) -> Result<Vec<Option<&'a str>>, LineError> {
+    let mut blocks = Vec::new();
+    s.array(|s| {
+        let mut text = None;
+        s.record(&["text"], |s, _| {
+            text = s.opt_raw()?;
+            Ok(())
+        })?;
+        blocks.push(text);
+        Ok(())
+    })?;
+    Ok(blocks)
 }
 
 const PREAMBLES: &[&str] = &[
@@ -74,12 +121,12 @@ pub(crate) fn line(
     stats: &mut LineStats,
     bytes: &[u8],
     offset: u64,
-) -> Result<Verdict, serde_json::Error> {
-    let l: Line<'_> = serde_json::from_slice(bytes)?;
+) -> Result<Verdict, LineError> {
+    let l = parse_all(bytes, Line::read)?;
     let kind = l.kind.as_deref().unwrap_or("");
     let p: Option<Payload<'_>> = match (kind, l.payload) {
         ("session_meta" | "turn_context" | "response_item", Some(raw)) => {
-            Some(serde_json::from_str(raw.get())?)
+            Some(parse_all(raw.as_bytes(), Payload::read)?)
         }
         _ => None,
     };
@@ -127,10 +174,10 @@ pub(crate) fn line(
                 }
             };
             if let Some(raw) = p.content {
-                let blocks: Vec<TextBlock<'_>> = serde_json::from_str(raw.get())?;
-                for (i, b) in blocks.iter().enumerate() {
-                    let Some(t) = b.text else { continue };
-                    if role == "user" && PREAMBLES.iter().any(|pre| t.get().starts_with(pre)) {
+                let blocks = parse_all(raw.as_bytes(), text_blocks)?;
+                for (i, t) in blocks.iter().enumerate() {
+                    let Some(t) = *t else { continue };
+                    if role == "user" && PREAMBLES.iter().any(|pre| t.starts_with(pre)) {
                         stats.skip("response_item/message (preamble)");
                         skipped_blocks += 1;
                         continue;
@@ -154,14 +201,14 @@ pub(crate) fn line(
             let decoded;
             let arguments = match (&p.arguments, p.input, p.action) {
                 (Some(a), _, _) => {
-                    decoded = match serde_json::from_str::<&RawValue>(a) {
-                        Ok(v) => v.get().to_owned(),
-                        Err(_) => serde_json::Value::from(a.as_ref()).to_string(),
+                    decoded = match whole_value(a) {
+                        Some(v) => v.to_owned(),
+                        None => serde_json::Value::from(a.as_ref()).to_string(),
                     };
                     Some(decoded.as_str())
                 }
-                (None, Some(i), _) => Some(i.get()),
-                (None, None, Some(a)) => Some(a.get()),
+                (None, Some(i), _) => Some(i),
+                (None, None, Some(a)) => Some(a),
                 _ => None,
             };
             let id = if call.is_empty() {
@@ -175,7 +222,7 @@ pub(crate) fn line(
             let call = p.call_id.as_deref().unwrap_or("");
             let content = action_response(
                 st.tools.get(call).map(String::as_str),
-                p.output.map(RawValue::get),
+                p.output,
                 &st.id(&["call", call]),
                 false,
             );

@@ -56,7 +56,7 @@ fn parse_line(
     stats: &mut LineStats,
     bytes: &[u8],
     offset: u64,
-) -> Result<Verdict, serde_json::Error> {
+) -> Result<Verdict, crate::json::LineError> {
     match st.source {
         Source::Claude => crate::claude::line(st, batch, stats, bytes, offset),
         Source::Codex => crate::codex::line(st, batch, stats, bytes, offset),

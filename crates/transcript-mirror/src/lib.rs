@@ -68,6 +68,7 @@ mod codex;
 mod error;
 mod file;
 mod ids;
+mod json;
 mod mirror;
 mod parse;
 mod reader;

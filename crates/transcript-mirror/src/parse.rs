@@ -5,7 +5,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::store::{MirrorMessage, MirrorSession};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use crate::ids::{branch_id, derive_id, progression_id};
 
@@ -249,8 +248,7 @@ impl Batch {
 }
 
 /// `{"key": <raw>}` without re-serialising the raw JSON.
-pub(crate) fn object1(key: &str, raw: &RawValue) -> String {
-    let raw = raw.get();
+pub(crate) fn object1(key: &str, raw: &str) -> String {
     let mut s = String::with_capacity(raw.len() + key.len() + 6);
     s.push_str("{\"");
     s.push_str(key);
