@@ -16,7 +16,8 @@
 //! - `ci`: what CI runs, defined once (`.ci/run` calls it after installing
 //!   system packages): `cargo fmt --check`, clippy with `-D warnings` on
 //!   every target (and on mcp-admission's `regex` feature), then the test
-//!   suite (and mcp-admission's `regex` tests).
+//!   suite (and mcp-admission's `regex` tests). First, `cargo tree` checks
+//!   that serde_json's `raw_value` feature is off in the `lionrt` build.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ use anyhow::{Context, Result, bail};
 use state_sqlite::{Engine, EngineConfig, MIGRATIONS, schema_version};
 
 mod fixtures;
+mod serde_features;
 mod tidy;
 mod unicode_tables;
 
@@ -178,6 +180,7 @@ fn cargo(args: &[&str]) -> Result<()> {
 }
 
 fn ci() -> Result<()> {
+    serde_features::check()?;
     for step in CI_STEPS {
         cargo(step)?;
     }

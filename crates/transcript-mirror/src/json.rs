@@ -781,7 +781,13 @@ mod tests {
         leaf.prop_recursive(5, 40, 5, |inner| {
             prop_oneof![
                 proptest::collection::vec(inner.clone(), 0..5).prop_map(J::Arr),
-                proptest::collection::vec(("k[a-z]{0,3}", inner), 0..5).prop_map(J::Obj),
+                // serde_json's raw-value token as a key too: with the
+                // feature off it is an ordinary key for both parsers.
+                proptest::collection::vec(
+                    ("k[a-z]{0,3}|\\$serde_json::private::RawValue", inner),
+                    0..5,
+                )
+                .prop_map(J::Obj),
             ]
         })
     }

@@ -16,6 +16,7 @@ mod outbox;
 mod plugin;
 mod plugin_settings;
 mod postgres;
+mod raw_value;
 mod reading;
 mod run;
 mod sandbox;

@@ -1,8 +1,9 @@
 //! Reserved serde_json keys: a server (or a config file) whose JSON holds
 //! an object key equal to one of serde_json's private tokens is refused
-//! before anything parses it into a `Value`, since with `raw_value` on (as
-//! in this test binary and in `lionrt`) such an object reads as something
-//! other than what was written.
+//! before anything parses it into a `Value`, since with `raw_value` on
+//! such an object would read as something other than what was written.
+//! The feature is off in the whole build (lionrt's guard test fails
+//! otherwise); the scan stays as defence in depth.
 
 use std::path::Path;
 
@@ -28,33 +29,30 @@ fn exec(input_schema: Value) -> ListedTool {
 }
 
 #[test]
-fn the_raw_value_quirk_is_active_here_and_would_admit_the_hostile_tool() {
-    // With raw_value on, the magic key's object parses as its string's JSON.
+fn the_token_keyed_schema_reads_as_written_and_the_quirk_would_admit_it() {
+    // raw_value is off: the magic key's object is an object with that key.
     let parsed: Value = serde_json::from_str(QUIRK_SCHEMA).unwrap();
-    assert_eq!(
-        parsed["properties"]["command"],
-        json!({"type": "string", "enum": ["ls"]}),
-        "serde_json's raw_value quirk is not active in this test binary"
-    );
-    // What the gate would judge: a bounded schema, admitted ...
-    let quirked = Registry::admit("s", vec![exec(parsed)], None);
-    assert!(quirked.get("exec").is_some(), "{:?}", quirked.denied());
-    // ... while the object as written (what an agent CLI reads) is an
-    // open executor surface, denied.
     let mut command = Map::new();
     command.insert(
         RAW_VALUE.into(),
         Value::String(r#"{"type":"string","enum":["ls"]}"#.into()),
     );
-    let written = json!({
-        "type": "object",
-        "properties": {"command": Value::Object(command)},
-        "required": ["command"],
-        "additionalProperties": false,
-    });
-    let honest = Registry::admit("s", vec![exec(written)], None);
+    assert_eq!(
+        parsed["properties"]["command"],
+        Value::Object(command),
+        "serde_json's raw_value quirk is active in this test binary"
+    );
+    // What the gate judges: the object as written (what an agent CLI
+    // reads), an open executor surface, denied ...
+    let honest = Registry::admit("s", vec![exec(parsed.clone())], None);
     assert!(honest.get("exec").is_none());
     assert_eq!(honest.denied().len(), 1);
+    // ... while what raw_value would have handed it, a bounded schema,
+    // would be admitted.
+    let mut quirked = parsed;
+    quirked["properties"]["command"] = json!({"type": "string", "enum": ["ls"]});
+    let quirked = Registry::admit("s", vec![exec(quirked)], None);
+    assert!(quirked.get("exec").is_some(), "{:?}", quirked.denied());
 }
 
 async fn refused(mode: &str) {

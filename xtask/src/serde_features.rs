@@ -1,0 +1,139 @@
+//! A CI check: serde_json's `raw_value` feature stays off in the `lionrt`
+//! build. With it on (cargo unifies features), every `serde_json::Value`
+//! parse in the binary reads an object keyed
+//! `$serde_json::private::RawValue` as the JSON text in that key's string,
+//! which lets an MCP server show the tool gate a schema other than the one
+//! the agent CLI reads. lionrt's `raw_value` test is the main guard (it
+//! runs in the binary's own build); this names the crate that turned the
+//! feature on, before anything is compiled: in lionrt's build, and in the
+//! whole workspace's (what `cargo test --workspace` compiles, where every
+//! member's dev-dependencies count, so the guard tests would see it too).
+
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::say;
+
+/// What `cargo tree` is asked: which crates enable which serde_json
+/// features in lionrt's build (its dev-dependencies included), then in the
+/// whole workspace's, for every target platform.
+const TREES: [(&str, &[&str]); 2] = [
+    (
+        "the lionrt build",
+        &[
+            "tree",
+            "-p",
+            "lionrt",
+            "-e",
+            "features",
+            "-i",
+            "serde_json",
+            "--target",
+            "all",
+        ],
+    ),
+    (
+        "the workspace build (`cargo test --workspace`, dev-dependencies included)",
+        &[
+            "tree",
+            "--workspace",
+            "-e",
+            "features",
+            "-i",
+            "serde_json",
+            "--target",
+            "all",
+        ],
+    ),
+];
+
+/// The characters `cargo tree` draws its tree with.
+const TREE_ART: [char; 5] = ['│', '├', '└', '─', ' '];
+
+/// The lines of an inverted `cargo tree -e features` output under
+/// serde_json's `raw_value` feature (the crates that enable it), or `None`
+/// when the feature is not in the tree.
+pub(crate) fn raw_value_enablers(tree: &str) -> Option<Vec<String>> {
+    // A node's column: the tree art before its text. Below the feature come
+    // deeper nodes, and section headers (`[dev-dependencies]`) at its own
+    // column; the next node at its column or left of it ends them.
+    let column = |l: &str| l.chars().take_while(|c| TREE_ART.contains(c)).count();
+    let text = |l: &str| l.trim_start_matches(TREE_ART).to_owned();
+    let mut lines = tree.lines();
+    let own = column(lines.find(|l| text(l) == "serde_json feature \"raw_value\"")?);
+    let below = lines
+        .take_while(|l| column(l) > own || (column(l) == own && text(l).starts_with('[')))
+        .map(text)
+        .filter(|l| !l.starts_with('['))
+        .collect();
+    Some(below)
+}
+
+/// Fails, naming the enabling crates, when `raw_value` is among
+/// serde_json's features in lionrt's build or the workspace's.
+pub(crate) fn check() -> Result<()> {
+    for (build, args) in TREES {
+        say(&format!("==> cargo {}", args.join(" ")));
+        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(args)
+            .output()
+            .context("running cargo tree")?;
+        if !out.status.success() {
+            bail!(
+                "cargo tree failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let tree = String::from_utf8_lossy(&out.stdout);
+        if !tree.contains("serde_json v") {
+            bail!("cargo tree printed no serde_json node; cannot check its features:\n{tree}");
+        }
+        if let Some(enablers) = raw_value_enablers(&tree) {
+            bail!(
+                "serde_json's `raw_value` feature is on in {build} (enabled by: {}); it must \
+                 stay off: with it on, a `serde_json::Value` parse reads an object keyed \
+                 `$serde_json::private::RawValue` as other JSON, which an MCP server can use \
+                 to show the tool gate a schema the agent CLI does not see",
+                enablers.join("; ")
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raw_value_enablers;
+
+    const ON: &str = "serde_json v1.0.154
+├── serde_json feature \"default\"
+│   └── lionrt v0.1.0 (/w/crates/lionrt)
+├── serde_json feature \"raw_value\"
+│   ├── transcript-mirror v0.1.0 (/w/crates/transcript-mirror) (*)
+│   [dev-dependencies]
+│   └── other v0.1.0 (/w/crates/other)
+│       └── lionrt v0.1.0 (/w/crates/lionrt) (*)
+└── serde_json feature \"std\"
+    └── serde_json feature \"default\" (*)
+";
+
+    #[test]
+    fn the_enablers_of_raw_value_are_named() {
+        assert_eq!(
+            raw_value_enablers(ON),
+            Some(vec![
+                "transcript-mirror v0.1.0 (/w/crates/transcript-mirror) (*)".to_owned(),
+                "other v0.1.0 (/w/crates/other)".to_owned(),
+                "lionrt v0.1.0 (/w/crates/lionrt) (*)".to_owned(),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_tree_without_raw_value_passes() {
+        let off = ON.replace("\"raw_value\"", "\"unbounded_depth\"");
+        assert_eq!(raw_value_enablers(&off), None);
+    }
+}
