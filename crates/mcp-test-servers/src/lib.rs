@@ -29,7 +29,13 @@
 //!   private `$serde_json::private::RawValue` token (as written, or with
 //!   its `$` escaped as `\u0024`) wrapping a bounded schema; or, for
 //!   `raw-value-lookalike`, a harmless tool whose keys only contain or
-//!   resemble the token.
+//!   resemble the token. With `--http` it serves the same listing over
+//!   streamable HTTP instead (HTTP/1.1 written by hand, since rmcp's server
+//!   would re-serialise the parsed listing): it prints
+//!   `http://127.0.0.1:PORT/mcp` as its first stdout line, answers the
+//!   `tools/list` POST with that JSON as the body, or with `--sse` as one
+//!   server-sent event, answers `tools/call` with a success (so a call that
+//!   got through shows), and exits when its stdin closes.
 //! - `mcp-khive-server ok|fail|crash|slow LOG`: a fake khive daemon (one batch
 //!   tool, `request`, over the memory and brain verbs) that appends every
 //!   call it receives to the file `LOG`; `fail` answers each call with a

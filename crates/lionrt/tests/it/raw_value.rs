@@ -8,9 +8,18 @@
 //! closed schema while the agent CLI, which reads the bytes as written,
 //! sees an open one. This test binary links the serde_json the `lionrt`
 //! binary links (same package, same features), so the guard below fails
-//! the build's tests if any crate brings the feature back.
+//! the build's tests if any crate brings the feature back; the end-to-end
+//! tests run the binary itself against a server that sends such a schema
+//! over HTTP.
 
-use serde_json::Value;
+use std::io::BufRead as _;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use mcp_test_servers::{HOSTILE, locate};
+use serde_json::{Value, json};
+
+use crate::lionrt;
 
 const TOKEN: &str = "$serde_json::private::RawValue";
 
@@ -31,4 +40,186 @@ fn raw_value_is_off_so_the_token_key_is_an_ordinary_key() {
          `cargo tree --workspace -e features -i serde_json`)"
     );
     assert_eq!(parsed[TOKEN], "{\"a\":1}");
+}
+
+/// `mcp-hostile-server MODE --http [--sse]` on loopback; killed on drop.
+struct Hostile {
+    child: Child,
+    url: String,
+}
+
+impl Hostile {
+    fn start(mode: &str, sse: bool) -> Self {
+        let binary = locate(HOSTILE).unwrap_or_else(|e| panic!("fixture {HOSTILE}: {e}"));
+        let mut command = Command::new(binary);
+        command.args([mode, "--http"]);
+        if sse {
+            command.arg("--sse");
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn the hostile http server");
+        let mut line = String::new();
+        // The first line is the URL, written once the socket listens (end
+        // of file, if the server died, fails the assertion below).
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the url");
+        let url = line.trim().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+        Self { child, url }
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn write_config(dir: &Path, servers: Value) -> String {
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).expect("write config");
+    path.to_string_lossy().into_owned()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `lionrt mcp audit` and `lionrt mcp call` against the quirk servers (the
+/// token as written and with its `$` escaped) and the lookalike, all over
+/// streamable HTTP.
+fn exec_is_refused_over_http(sse: bool) {
+    let quirk = Hostile::start("raw-value-quirk", sse);
+    let escaped = Hostile::start("raw-value-quirk-escaped", sse);
+    let lookalike = Hostile::start("raw-value-lookalike", sse);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let config = write_config(
+        dir.path(),
+        json!({
+            "quirk": {"url": quirk.url},
+            "escaped": {"url": escaped.url},
+            "lookalike": {"url": lookalike.url},
+        }),
+    );
+    let audited = lionrt(
+        &db,
+        &[
+            "mcp",
+            "audit",
+            "--config",
+            &config,
+            "--format",
+            "jsonl",
+            "--allow-loopback-http",
+            "--init-timeout",
+            "60",
+        ],
+    );
+    assert_eq!(audited.status.code(), Some(1), "{}", text(&audited));
+    let mut verdicts: Vec<(String, String, String, String)> =
+        String::from_utf8_lossy(&audited.stdout)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("jsonl"))
+            .filter(|l| l.get("tool").is_some())
+            .map(|l| {
+                let s = |k: &str| l[k].as_str().unwrap_or("-").to_owned();
+                (s("server"), s("tool"), s("verdict"), s("reason"))
+            })
+            .collect();
+    verdicts.sort();
+    assert_eq!(
+        verdicts,
+        [
+            (
+                "escaped".into(),
+                "exec".into(),
+                "deny".into(),
+                "unbounded-command-input".into()
+            ),
+            (
+                "lookalike".into(),
+                "lookalike".into(),
+                "admit".into(),
+                "-".into()
+            ),
+            (
+                "quirk".into(),
+                "exec".into(),
+                "deny".into(),
+                "unbounded-command-input".into()
+            ),
+        ],
+        "{}",
+        text(&audited)
+    );
+    // The refused tool is not called: the server, which answers every call
+    // with a success, is never reached.
+    for server in ["quirk", "escaped"] {
+        let called = lionrt(
+            &db,
+            &[
+                "mcp",
+                "call",
+                server,
+                "exec",
+                "--args",
+                r#"{"command": "ls"}"#,
+                "--config",
+                &config,
+                "--allow-loopback-http",
+                "--init-timeout",
+                "60",
+            ],
+        );
+        assert_eq!(called.status.code(), Some(1), "{}", text(&called));
+        assert!(
+            !text(&called).contains("the hostile server ran the call"),
+            "{}",
+            text(&called)
+        );
+    }
+    // The lookalike is admitted and called.
+    let called = lionrt(
+        &db,
+        &[
+            "mcp",
+            "call",
+            "lookalike",
+            "lookalike",
+            "--args",
+            r#"{"note": "hi"}"#,
+            "--config",
+            &config,
+            "--allow-loopback-http",
+            "--init-timeout",
+            "60",
+        ],
+    );
+    assert_eq!(called.status.code(), Some(0), "{}", text(&called));
+    assert!(
+        text(&called).contains("the hostile server ran the call"),
+        "{}",
+        text(&called)
+    );
+}
+
+#[test]
+fn a_raw_value_keyed_schema_in_a_json_response_is_refused() {
+    exec_is_refused_over_http(false);
+}
+
+#[test]
+fn a_raw_value_keyed_schema_in_an_sse_response_is_refused() {
+    exec_is_refused_over_http(true);
 }

@@ -6,6 +6,7 @@ mod config;
 mod hostile;
 mod http;
 mod pool;
+mod raw_value_http;
 mod registry;
 mod reserved;
 mod security;

@@ -1,4 +1,4 @@
-//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [TAG...]`:
+//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [--http [--sse]] [TAG...]`:
 //! MCP servers that misbehave in one way each (see the crate docs).
 #![forbid(unsafe_code)]
 
@@ -137,6 +137,154 @@ impl rmcp::ServerHandler for Server {
     }
 }
 
+/// The HTTP status line and headers of a response, then its body.
+fn http_response(status: &str, headers: &[(&str, &str)], body: &str) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {status}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    out.into_bytes()
+}
+
+/// One HTTP/1.1 request (headers, then a `Content-Length` body), or `None`
+/// when the connection ends or the request is malformed.
+async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut chunk = [0_u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 || buf.len() > 64 * 1024 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let method = head.split(' ').next().unwrap_or("").to_owned();
+    let length: usize = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(name, _)| name.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = buf.split_off(head_end);
+    while body.len() < length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(length);
+    Some((method, body))
+}
+
+/// The answer to one POSTed JSON-RPC message: `initialize` as a server
+/// would, notifications accepted, `tools/list` with the hand-written
+/// raw-value listing (a JSON body, or one SSE event with `sse`), and
+/// `tools/call` with a result saying the call arrived (a gate that lets it
+/// through sees it succeed).
+fn http_answer(mode: Mode, sse: bool, body: &[u8]) -> Vec<u8> {
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return http_response("400 Bad Request", &[], "");
+    };
+    let Some(id) = message.get("id").map(ToString::to_string) else {
+        return http_response("202 Accepted", &[], "");
+    };
+    let method = message["method"].as_str().unwrap_or("");
+    let answer = match method {
+        "initialize" => {
+            let version = message["params"]["protocolVersion"]
+                .as_str()
+                .unwrap_or("2025-06-18");
+            json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "mcp-hostile-server", "version": "0.1.0"},
+            }})
+            .to_string()
+        }
+        "tools/list" => raw_value_listing(mode, &id),
+        "tools/call" => json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "content": [{"type": "text", "text": "the hostile server ran the call"}],
+        }})
+        .to_string(),
+        _ => json!({"jsonrpc": "2.0", "id": message["id"],
+            "error": {"code": -32601, "message": "method not found"}})
+        .to_string(),
+    };
+    let session = ("Mcp-Session-Id", "hostile-session");
+    if sse {
+        let event = format!("event: message\ndata: {answer}\n\n");
+        http_response(
+            "200 OK",
+            &[("Content-Type", "text/event-stream"), session],
+            &event,
+        )
+    } else {
+        http_response(
+            "200 OK",
+            &[("Content-Type", "application/json"), session],
+            &answer,
+        )
+    }
+}
+
+/// Serves the raw-value modes over streamable HTTP, written by hand (rmcp's
+/// server would serialise the parsed listing, not these bytes): listens on
+/// `127.0.0.1` at an ephemeral port, prints `http://127.0.0.1:PORT/mcp`,
+/// answers each POST on its own connection, refuses the GET stream (405),
+/// and exits when stdin closes.
+async fn serve_raw_http(mode: Mode, sse: bool) -> Result<(), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| format!("bind: {e}"))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("local_addr: {e}"))?
+        .port();
+    let mut stdout = tokio::io::stdout();
+    stdout
+        .write_all(format!("http://127.0.0.1:{port}/mcp\n").as_bytes())
+        .await
+        .map_err(|e| format!("stdout: {e}"))?;
+    stdout.flush().await.map_err(|e| format!("stdout: {e}"))?;
+    let accept = async {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let Some((method, body)) = read_request(&mut stream).await else {
+                    return;
+                };
+                let reply = match method.as_str() {
+                    "POST" => http_answer(mode, sse, &body),
+                    "DELETE" => http_response("200 OK", &[], ""),
+                    _ => http_response("405 Method Not Allowed", &[("Allow", "POST, DELETE")], ""),
+                };
+                let _ = stream.write_all(&reply).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    };
+    let stdin_closed = async {
+        let mut stdin = tokio::io::stdin();
+        let mut buf = [0_u8; 256];
+        while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+    };
+    tokio::select! {
+        () = accept => {}
+        () = stdin_closed => {}
+    }
+    Ok(())
+}
+
 #[allow(clippy::print_stderr, reason = "a fixture binary reports usage errors")]
 fn main() {
     let mode = match std::env::args().nth(1).as_deref() {
@@ -167,7 +315,20 @@ fn main() {
             std::process::exit(1);
         }
     };
+    let http = std::env::args().any(|a| a == "--http");
+    let sse = std::env::args().any(|a| a == "--sse");
+    let raw_value = matches!(
+        mode,
+        Mode::RawValueQuirk | Mode::RawValueQuirkEscaped | Mode::RawValueLookalike
+    );
+    if http && !raw_value {
+        eprintln!("--http is served for the raw-value modes only");
+        std::process::exit(2);
+    }
     let result = runtime.block_on(async {
+        if http {
+            return serve_raw_http(mode, sse).await;
+        }
         if mode == Mode::HangInit {
             // A server that will not go quietly: SIGTERM is caught and
             // ignored, and a grandchild shares its process group.
