@@ -14,10 +14,13 @@
 //! feature a `Value` would read an object keyed
 //! `$serde_json::private::RawValue` as the JSON text in its string).
 //!
+//! Most records are plain JSON (no escapes, no signs, fractions or
+//! exponents, shallow): [`Plain`] reads those straight into the arena and
+//! gives up on anything else, which is then read by serde_json.
+//!
 //! Dropping an arena never recurses, however deep the document, and its
 //! buffers are reused from record to record ([`Arena::recycle`]).
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -25,13 +28,24 @@ use serde_json::{Map, Number, Value};
 
 use crate::node::{Arr, Node, Obj, View};
 
-/// One node.
+mod plain;
+pub(crate) use plain::Plain;
+
+/// A string: borrowed from the text, or unescaped into the arena's
+/// `strings` (at `start..end`).
+#[derive(Debug, Clone, Copy)]
+enum Str<'de> {
+    Borrowed(&'de str),
+    Owned(usize, usize),
+}
+
+/// One node (no drop glue: emptying an arena costs nothing per node).
 #[derive(Debug)]
 enum Slot<'de> {
     Null,
     Bool(bool),
     Number(Number),
-    String(Cow<'de, str>),
+    String(Str<'de>),
     /// Elements: `items[start..start + len]`.
     Array {
         start: usize,
@@ -51,10 +65,12 @@ const TRUE_NODE: usize = 0;
 #[derive(Debug)]
 pub(crate) struct Arena<'de> {
     nodes: Vec<Slot<'de>>,
-    members: Vec<(Cow<'de, str>, usize)>,
+    members: Vec<(Str<'de>, usize)>,
     items: Vec<usize>,
+    /// Strings that had escapes, unescaped.
+    strings: String,
     /// Members of the objects being read (innermost last).
-    open_members: Vec<(Cow<'de, str>, usize)>,
+    open_members: Vec<(Str<'de>, usize)>,
     /// Elements of the arrays being read (innermost last).
     open_items: Vec<usize>,
 }
@@ -72,6 +88,7 @@ impl<'de> Arena<'de> {
             nodes: vec![Slot::Bool(true)],
             members: Vec::new(),
             items: Vec::new(),
+            strings: String::new(),
             open_members: Vec::new(),
             open_items: Vec::new(),
         }
@@ -83,6 +100,7 @@ impl<'de> Arena<'de> {
         self.nodes.push(Slot::Bool(true));
         self.members.clear();
         self.items.clear();
+        self.strings.clear();
         self.open_members.clear();
         self.open_items.clear();
     }
@@ -93,6 +111,7 @@ impl<'de> Arena<'de> {
             nodes: reuse(self.nodes),
             members: reuse(self.members),
             items: reuse(self.items),
+            strings: self.strings,
             open_members: reuse(self.open_members),
             open_items: reuse(self.open_items),
         }
@@ -118,7 +137,106 @@ impl<'de> Arena<'de> {
         self.nodes.push(slot);
         self.nodes.len() - 1
     }
+
+    /// Ends the object whose members were read from `open_members[base..]`:
+    /// sorted by key, the last of duplicate keys kept.
+    fn close_object(&mut self, base: usize) -> usize {
+        let Arena {
+            members,
+            open_members,
+            strings,
+            ..
+        } = self;
+        let strings = strings.as_str();
+        let own = open_members.get_mut(base..).unwrap_or_default();
+        let start = members.len();
+        // Keys already strictly increasing need neither sorting nor
+        // deduplication (one comparison per member).
+        let increasing = own
+            .windows(2)
+            .all(|w| key_cmp(text(strings, w[0].0), text(strings, w[1].0)).is_lt());
+        if increasing {
+            members.extend(open_members.drain(base..));
+        } else {
+            // Stable: among duplicate keys the last read stays last.
+            own.sort_by(|a, b| key_cmp(text(strings, a.0), text(strings, b.0)));
+            let mut read = open_members.drain(base..).peekable();
+            while let Some(member) = read.next() {
+                // The last of duplicate keys counts, as in a `Value`.
+                let key = text(strings, member.0);
+                if read.peek().is_some_and(|next| text(strings, next.0) == key) {
+                    continue;
+                }
+                members.push(member);
+            }
+        }
+        let len = members.len() - start;
+        self.push(Slot::Object { start, len })
+    }
+
+    /// Ends the array whose elements were read from `open_items[base..]`.
+    fn close_array(&mut self, base: usize) -> usize {
+        let start = self.items.len();
+        let Arena {
+            items, open_items, ..
+        } = self;
+        items.extend(open_items.drain(base..));
+        let len = items.len() - start;
+        self.push(Slot::Array { start, len })
+    }
+
+    /// Where the arena ends now, to [`Self::rewind`] to.
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            nodes: self.nodes.len(),
+            members: self.members.len(),
+            items: self.items.len(),
+        }
+    }
+
+    /// Forgets every node read since `mark` (the read must have completed).
+    pub(crate) fn rewind(&mut self, mark: Mark) {
+        self.nodes.truncate(mark.nodes);
+        self.members.truncate(mark.members);
+        self.items.truncate(mark.items);
+    }
+
+    /// Keeps an unescaped string.
+    fn own(&mut self, s: &str) -> Str<'de> {
+        let start = self.strings.len();
+        self.strings.push_str(s);
+        Str::Owned(start, self.strings.len())
+    }
 }
+
+/// A position of an [`Arena`] ([`Arena::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    nodes: usize,
+    members: usize,
+    items: usize,
+}
+
+/// `str` order (bytewise, as `Map` sorts keys), deciding most pairs of
+/// keys by their first byte without a call.
+#[inline]
+fn key_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.as_bytes().first(), b.as_bytes().first()) {
+        (Some(x), Some(y)) if x != y => x.cmp(y),
+        _ => a.cmp(b),
+    }
+}
+
+/// The text of a string kept in `strings`.
+#[inline]
+fn text<'a, 'de: 'a>(strings: &'a str, s: Str<'de>) -> &'a str {
+    match s {
+        Str::Borrowed(s) => s,
+        Str::Owned(start, end) => strings.get(start..end).unwrap_or_default(),
+    }
+}
+
+const _: () = assert!(!std::mem::needs_drop::<Slot<'static>>());
 
 /// An emptied `Vec` whose allocation is kept for elements of another
 /// lifetime (the same size and alignment, so the collection reuses it).
@@ -150,33 +268,11 @@ impl<'de> Visitor<'de> for NodeSeed<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
         let arena = self.arena;
         let base = arena.open_members.len();
-        while let Some(key) = map.next_key_seed(KeySeed)? {
+        while let Some(key) = map.next_key_seed(KeySeed { arena: &mut *arena })? {
             let child = map.next_value_seed(NodeSeed { arena: &mut *arena })?;
             arena.open_members.push((key, child));
         }
-        let Arena {
-            members,
-            open_members,
-            ..
-        } = &mut *arena;
-        let own = open_members.get_mut(base..).unwrap_or_default();
-        // Stable: among duplicate keys the last read stays last.
-        if !own.is_sorted_by(|a, b| a.0 <= b.0) {
-            own.sort_by(|a, b| a.0.cmp(&b.0));
-        }
-        let start = members.len();
-        {
-            let mut read = open_members.drain(base..).peekable();
-            while let Some(member) = read.next() {
-                // The last of duplicate keys counts, as in a `Value`.
-                if read.peek().is_some_and(|next| next.0 == member.0) {
-                    continue;
-                }
-                members.push(member);
-            }
-        }
-        let len = members.len() - start;
-        Ok(arena.push(Slot::Object { start, len }))
+        Ok(arena.close_object(base))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
@@ -185,13 +281,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_, 'de> {
         while let Some(item) = seq.next_element_seed(NodeSeed { arena: &mut *arena })? {
             arena.open_items.push(item);
         }
-        let start = arena.items.len();
-        let Arena {
-            items, open_items, ..
-        } = &mut *arena;
-        items.extend(open_items.drain(base..));
-        let len = items.len() - start;
-        Ok(arena.push(Slot::Array { start, len }))
+        Ok(arena.close_array(base))
     }
 
     fn visit_bool<E: de::Error>(self, b: bool) -> Result<usize, E> {
@@ -213,15 +303,12 @@ impl<'de> Visitor<'de> for NodeSeed<'_, 'de> {
     }
 
     fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<usize, E> {
-        Ok(self.arena.push(Slot::String(Cow::Borrowed(s))))
+        Ok(self.arena.push(Slot::String(Str::Borrowed(s))))
     }
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<usize, E> {
-        Ok(self.arena.push(Slot::String(Cow::Owned(s.to_owned()))))
-    }
-
-    fn visit_string<E: de::Error>(self, s: String) -> Result<usize, E> {
-        Ok(self.arena.push(Slot::String(Cow::Owned(s))))
+        let s = self.arena.own(s);
+        Ok(self.arena.push(Slot::String(s)))
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<usize, E> {
@@ -234,33 +321,31 @@ impl<'de> Visitor<'de> for NodeSeed<'_, 'de> {
 }
 
 /// Reads an object key as written (borrowed when it has no escape).
-struct KeySeed;
+struct KeySeed<'s, 'de> {
+    arena: &'s mut Arena<'de>,
+}
 
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
+impl<'de> DeserializeSeed<'de> for KeySeed<'_, 'de> {
+    type Value = Str<'de>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for KeySeed {
-    type Value = Cow<'de, str>;
+impl<'de> Visitor<'de> for KeySeed<'_, 'de> {
+    type Value = Str<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a string key")
     }
 
     fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(s))
+        Ok(Str::Borrowed(s))
     }
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(s.to_owned()))
-    }
-
-    fn visit_string<E: de::Error>(self, s: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(s))
+        Ok(self.arena.own(s))
     }
 }
 
@@ -318,7 +403,7 @@ impl<'a, 'de: 'a> Node<'a> for ArenaNode<'a, 'de> {
             None | Some(Slot::Null) => View::Null,
             Some(Slot::Bool(b)) => View::Bool(*b),
             Some(Slot::Number(n)) => View::Number(n),
-            Some(Slot::String(s)) => View::String(s),
+            Some(Slot::String(s)) => View::String(text(&arena.strings, *s)),
             Some(Slot::Array { start, len }) => View::Array(ArenaArray {
                 arena,
                 items: arena.items.get(*start..start + len).unwrap_or_default(),
@@ -344,13 +429,13 @@ impl<'a, 'de: 'a> Node<'a> for ArenaNode<'a, 'de> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ArenaObject<'a, 'de> {
     arena: &'a Arena<'de>,
-    members: &'a [(Cow<'de, str>, usize)],
+    members: &'a [(Str<'de>, usize)],
 }
 
 /// The members of an [`ArenaObject`], in key order.
 pub(crate) struct MemberIter<'a, 'de> {
     arena: &'a Arena<'de>,
-    members: std::slice::Iter<'a, (Cow<'de, str>, usize)>,
+    members: std::slice::Iter<'a, (Str<'de>, usize)>,
 }
 
 impl<'a, 'de> Iterator for MemberIter<'a, 'de> {
@@ -360,7 +445,7 @@ impl<'a, 'de> Iterator for MemberIter<'a, 'de> {
     fn next(&mut self) -> Option<Self::Item> {
         self.members
             .next()
-            .map(|(k, i)| (k.as_ref(), self.arena.node(*i)))
+            .map(|(k, i)| (text(&self.arena.strings, *k), self.arena.node(*i)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -383,7 +468,7 @@ impl<'a, 'de: 'a> Obj<'a> for ArenaObject<'a, 'de> {
     #[inline]
     fn get(self, key: &str) -> Option<Self::Node> {
         self.members
-            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+            .binary_search_by(|(k, _)| key_cmp(text(&self.arena.strings, *k), key))
             .ok()
             .and_then(|i| self.members.get(i))
             .map(|(_, v)| self.arena.node(*v))

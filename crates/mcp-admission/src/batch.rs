@@ -51,7 +51,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 
 use crate::admission::judge_node;
-use crate::arena::Arena;
+use crate::arena::{Arena, Plain};
 use crate::node::{Node, View};
 use crate::reason::{AdmissionDenied, Reason};
 use crate::report::Limits;
@@ -518,9 +518,73 @@ fn parse_record<'de>(
     // Valid UTF-8 (checked once, quickly) is parsed as text, so no string
     // inside is checked again; anything else as bytes, for the same errors.
     match std::str::from_utf8(bytes) {
-        Ok(text) => parse_from(|| serde_json::Deserializer::from_str(text), arena),
+        Ok(text) => {
+            if let Some(record) = parse_plain(text, arena) {
+                return Ok(record);
+            }
+            arena.reset();
+            parse_from(|| serde_json::Deserializer::from_str(text), arena)
+        }
         Err(_) => parse_from(|| serde_json::Deserializer::from_slice(bytes), arena),
     }
+}
+
+/// The fast path of [`parse_record`]: a plain tool record (see
+/// [`Plain`]), read without serde_json, exactly as serde_json reads it.
+/// `None` on anything else, which serde_json then reads (and reports).
+fn parse_plain<'de>(text: &'de str, arena: &mut Arena<'de>) -> Option<Record<'de>> {
+    let mut p = Plain::new(text);
+    p.ws();
+    if !p.eat(b'{') {
+        return None;
+    }
+    let mut e = Envelope::default();
+    p.ws();
+    if !p.eat(b'}') {
+        loop {
+            p.ws();
+            let key = p.string()?;
+            p.ws();
+            if !p.eat(b':') {
+                return None;
+            }
+            p.ws();
+            match key {
+                "id" => e.id = Some(p.value(arena, 1)?),
+                "name" => e.name = Some(plain_text(&mut p, arena)?),
+                "description" => e.description = Some(plain_text(&mut p, arena)?),
+                "inputSchema" => e.input_schema_camel = Some(p.value(arena, 1)?),
+                "input_schema" => e.input_schema_snake = Some(p.value(arena, 1)?),
+                _ => {
+                    // Read (so checked) and forgotten.
+                    let mark = arena.mark();
+                    p.value(arena, 1)?;
+                    arena.rewind(mark);
+                }
+            }
+            p.ws();
+            if p.eat(b',') {
+                continue;
+            }
+            if p.eat(b'}') {
+                break;
+            }
+            return None;
+        }
+    }
+    p.at_end().then_some(Record::Tool(e))
+}
+
+/// A plain `name` or `description`: a string, or any other value (read, so
+/// checked, and forgotten).
+fn plain_text<'de>(p: &mut Plain<'de>, arena: &mut Arena<'de>) -> Option<Text<'de>> {
+    if p.at_string() {
+        return p.string().map(|s| Text::Str(Cow::Borrowed(s)));
+    }
+    let mark = arena.mark();
+    p.value(arena, 1)?;
+    arena.rewind(mark);
+    Some(Text::NotString)
 }
 
 /// [`parse_record`] with a deserializer made by `make` (made again for the
@@ -909,6 +973,23 @@ fn judge_envelope(
         detail,
         error: None,
     }
+}
+
+/// A record judged after a serde_json reading, and (when it is plain)
+/// after the fast reading: the differential check of [`parse_plain`].
+#[cfg(test)]
+pub(crate) fn judge_both_ways(text: &str, explained: bool) -> (ToolResult, Option<ToolResult>) {
+    let judge = |parsed: Result<Record<'_>, serde_json::Error>, arena: &Arena<'_>| match parsed {
+        Ok(Record::Tool(e)) => judge_envelope(&e, arena, Some(1), 0, explained),
+        Ok(Record::NotObject) => ToolResult::error(None, Some(1), 0, "not an object".to_owned()),
+        Err(e) => ToolResult::error(None, Some(1), 0, format!("not json: {e}")),
+    };
+    let mut arena = Arena::new();
+    let parsed = parse_from(|| serde_json::Deserializer::from_str(text), &mut arena);
+    let slow = judge(parsed, &arena);
+    let mut arena = Arena::new();
+    let fast = parse_plain(text, &mut arena).map(|record| judge(Ok(record), &arena));
+    (slow, fast)
 }
 
 /// Records split from the input and packed into one buffer, to be judged

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde::de::DeserializeSeed;
 use serde_json::Value;
 
-use super::Arena;
+use super::{Arena, Plain};
 use crate::admission::{explain_tool_admission_with, judge_node};
 use crate::node::Node;
 use crate::report::Limits;
@@ -213,6 +213,8 @@ fn leaf() -> impl Strategy<Value = Text> {
     prop_oneof![
         1 => prop::sample::select(&["null", "true", "false"][..]).prop_map(Text::Raw),
         1 => prop::sample::select(NUMBERS).prop_map(Text::Raw),
+        // Not JSON: serde_json refuses them, so must the plain reader.
+        1 => prop::sample::select(&["01", "00", "1.", "-", "1e", "+1", ".5", "tru", "nul", "1x", "\"a\u{1}b\"", "\"\t\"", "\"\n\"", "\"\u{7f}\""][..]).prop_map(Text::Raw),
         3 => (
             prop_oneof![
                 4 => prop::sample::select(WORDS).prop_map(str::to_owned),
@@ -302,6 +304,26 @@ fn same_both_ways(
 ) -> Result<(), TestCaseError> {
     let mut arena = Arena::new();
     let value = as_value(text);
+    // The fast reading, where the text is plain, must agree with the rest.
+    let mut plain_arena = Arena::new();
+    let mut plain = Plain::new(text);
+    plain.ws();
+    let plain_root = plain.value(&mut plain_arena, 0).filter(|_| plain.at_end());
+    if let Some(plain_root) = plain_root {
+        let node = plain_arena.node(plain_root);
+        prop_assert!(
+            value.is_ok(),
+            "plain reading of text serde_json refuses: {}",
+            text
+        );
+        if let Ok(value) = &value {
+            let rebuilt = Flat(node.to_value());
+            prop_assert_eq!(&rebuilt.0, value, "{}", text);
+            let by_value = explain_tool_admission_with(limits, name, Some(value), description);
+            let by_plain = judge_node(limits, name, Some(node), description, true);
+            prop_assert_eq!(&by_plain, &by_value, "{}", text);
+        }
+    }
     let root = into_arena(text, &mut arena);
     match (value, root) {
         (Err(v), Err(a)) => prop_assert_eq!(v, a, "{}", text),
@@ -324,6 +346,49 @@ fn same_both_ways(
         (v, a) => prop_assert!(false, "{text}: value {v:?}, arena {a:?}"),
     }
     Ok(())
+}
+
+/// A tool record's text: fields (some repeated, some escaped, some not
+/// strings) around generated documents, sometimes broken off.
+fn record() -> impl Strategy<Value = String> {
+    let field = prop::sample::select(
+        &[
+            "id",
+            "name",
+            "description",
+            "inputSchema",
+            "input_schema",
+            "annotations",
+            "na\\u006de",
+            "inputSchem\\u0061",
+        ][..],
+    );
+    let name = prop::sample::select(NAMES).prop_map(|n| Text::Str(n.to_owned(), false));
+    let described = prop::sample::select(&["Execute terminal commands.", "Search things."][..])
+        .prop_map(|d| Text::Str(d.to_owned(), false));
+    let value = prop_oneof![3 => document(), 2 => name, 1 => described];
+    (
+        prop::collection::vec((field, value), 0..7),
+        prop::sample::select(&["", " ", "\n", " x", ",", "}"][..]),
+        prop::sample::select(&["", " ", "\t"][..]),
+    )
+        .prop_map(|(fields, tail, gap)| {
+            let mut out = String::from("{");
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(gap);
+                out.push('"');
+                out.push_str(k);
+                out.push_str("\":");
+                out.push_str(gap);
+                v.write(&mut out);
+            }
+            out.push('}');
+            out.push_str(tail);
+            out
+        })
 }
 
 proptest! {
@@ -352,6 +417,16 @@ proptest! {
             Limits::default()
         };
         same_both_ways(&text, name, description, limits)?;
+    }
+
+    /// A plain record read without serde_json gets exactly the result the
+    /// serde_json reading gets (id, name, verdict, message, detail, error).
+    #[test]
+    fn a_plain_record_is_judged_as_serde_json_reads_it(text in record(), explained in any::<bool>()) {
+        let (slow, fast) = crate::batch::judge_both_ways(&text, explained);
+        if let Some(fast) = fast {
+            prop_assert_eq!(&fast, &slow, "{}", text);
+        }
     }
 
     /// Broken text fails the same way both ways (never a verdict from a
