@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use lifecycle_core::{ActorType, PolicyRegistry, Reason, TransitionCommand, default_registry};
+use lifecycle_core::{
+    ActorType, PolicyRegistry, Reason, TransitionCommand, default_policy_specs, default_registry,
+};
 use proptest::prelude::*;
 use rusqlite::types::Value;
 use rusqlite::{Connection, params};
@@ -132,7 +134,6 @@ fn single<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> T {
     conn.query_row(sql, [], |r| r.get(0)).expect(sql)
 }
 
-// contract: SQL-035, SQL-036, SQL-039
 #[test]
 fn a_file_at_0008_upgrades_with_its_history_ids_and_deliveries() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -286,6 +287,51 @@ fn the_reconciliation_query_searches_the_partial_terminal_index() {
         "{plan:?}"
     );
     assert!(!plan.iter().any(|l| l.starts_with("SCAN st")), "{plan:?}");
+}
+
+#[test]
+fn a_status_that_is_no_plain_identifier_is_bound_not_inlined() {
+    // A registry whose session policy ends runs in "o'clock" (a quote)
+    // and "Done" (upper case): the query must neither break nor inline
+    // them; it answers through bound values without the index.
+    let mut registry = PolicyRegistry::new();
+    for mut spec in default_policy_specs() {
+        if spec.entity_type == "session" {
+            for extra in ["o'clock", "Done"] {
+                spec.statuses.push(extra.into());
+                spec.terminal_statuses.push(extra.into());
+            }
+        }
+        registry.register(spec).expect("a valid policy");
+    }
+    let db = db();
+    let conn = db.store.engine().conn().expect("conn");
+    for (i, to) in ["o'clock", "running", "Done", "completed"]
+        .iter()
+        .enumerate()
+    {
+        conn.execute(
+            "INSERT INTO status_transitions (entity_type, entity_id, to_status, reason_code,
+                actor_type, actor_id, created_at)
+             VALUES ('session', ?1, ?2, 'run.x', 'executor', 't', 1)",
+            params![format!("s{i}"), to],
+        )
+        .expect("history row");
+    }
+    let statuses = |r: &PolicyRegistry| -> Vec<String> {
+        undelivered(&conn, r, "c")
+            .expect("reconciliation query")
+            .into_iter()
+            .map(|t| t.to_status)
+            .collect()
+    };
+    assert_eq!(statuses(&registry), ["o'clock", "Done", "completed"]);
+    assert_eq!(statuses(default_registry()), ["completed"]);
+    let plan = undelivered_plan(&conn, &registry).expect("plan");
+    assert!(
+        !plan.iter().any(|l| l.contains(TERMINAL_INDEX)),
+        "no literal term, so no partial index: {plan:?}"
+    );
 }
 
 #[test]
