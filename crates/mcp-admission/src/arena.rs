@@ -33,7 +33,7 @@ pub(crate) use plain::Plain;
 
 /// A string: borrowed from the text, or unescaped into the arena's
 /// `strings` (at `start..end`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Str<'de> {
     Borrowed(&'de str),
     Owned(usize, usize),
@@ -156,20 +156,21 @@ impl<'de> Arena<'de> {
             .windows(2)
             .all(|w| key_cmp(text(strings, w[0].0), text(strings, w[1].0)).is_lt());
         if increasing {
-            members.extend(open_members.drain(base..));
+            members.extend_from_slice(own);
         } else {
             // Stable: among duplicate keys the last read stays last.
             own.sort_by(|a, b| key_cmp(text(strings, a.0), text(strings, b.0)));
-            let mut read = open_members.drain(base..).peekable();
+            let mut read = own.iter().peekable();
             while let Some(member) = read.next() {
                 // The last of duplicate keys counts, as in a `Value`.
                 let key = text(strings, member.0);
                 if read.peek().is_some_and(|next| text(strings, next.0) == key) {
                     continue;
                 }
-                members.push(member);
+                members.push(*member);
             }
         }
+        open_members.truncate(base);
         let len = members.len() - start;
         self.push(Slot::Object { start, len })
     }

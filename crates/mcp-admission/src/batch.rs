@@ -1475,9 +1475,28 @@ fn id_text(id: Option<&Value>) -> String {
 fn push_id(out: &mut String, id: Option<&Value>) {
     match id {
         None => out.push_str("null"),
+        // The common id, written without the formatter (the same digits).
+        Some(Value::Number(n)) if n.is_u64() => push_u64(out, n.as_u64().unwrap_or_default()),
         Some(v) => {
             let _ = write!(out, "{v}");
         }
+    }
+}
+
+/// Appends `n` in decimal.
+fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
     }
 }
 

@@ -710,3 +710,46 @@ fn deep_values_abandoned_by_an_error_are_dropped_without_overflow() {
     }
     assert_eq!(exit_code(&results), EXIT_UNREADABLE);
 }
+
+/// Every id is echoed as written: integers of any size (the fast decimal
+/// writer), negative, fractional, strings and nested values.
+#[test]
+fn ids_are_echoed_as_json() {
+    let ids = [
+        "0",
+        "9",
+        "10",
+        "1234567890",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-1",
+        "-9223372036854775808",
+        "1.5",
+        "1e3",
+        "\"x\\\"y\"",
+        "null",
+        "true",
+        "[1, {\"a\": 2}]",
+    ];
+    let text: String = ids
+        .iter()
+        .map(|id| format!("{{\"id\": {id}, \"name\": \"search\"}}\n"))
+        .collect();
+    let mut checker = Checker::new(OutputFormat::Jsonl, None);
+    let mut out = String::new();
+    checker.feed(text.as_bytes(), &mut out);
+    checker.finish(&mut out);
+    let echoed: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("jsonl")["id"].clone())
+        .collect();
+    let written: Vec<Value> = ids
+        .iter()
+        .map(|id| serde_json::from_str(id).expect("json"))
+        .collect();
+    assert_eq!(echoed, written);
+    // Written exactly as serde_json writes them.
+    for (line, id) in out.lines().zip(&written) {
+        assert!(line.starts_with(&format!("{{\"id\":{id},")), "{line}");
+    }
+}
