@@ -35,7 +35,11 @@
 //!   `http://127.0.0.1:PORT/mcp` as its first stdout line, answers the
 //!   `tools/list` POST with that JSON as the body, or with `--sse` as one
 //!   server-sent event, answers `tools/call` with a success (so a call that
-//!   got through shows), and exits when its stdin closes.
+//!   got through shows), and exits when its stdin closes. With
+//!   `--tls-self-signed DIR` as well it serves that over TLS: it makes a CA
+//!   and a leaf for `127.0.0.1` (rcgen), writes the CA certificate to
+//!   `DIR/ca.pem` (the leaf to `DIR/cert.pem` and `DIR/key.pem`) and prints
+//!   an `https://` URL.
 //! - `mcp-khive-server ok|fail|crash|slow LOG`: a fake khive daemon (one batch
 //!   tool, `request`, over the memory and brain verbs) that appends every
 //!   call it receives to the file `LOG`; `fail` answers each call with a
@@ -61,5 +65,5 @@ pub use procs::live_with_tag;
 #[cfg(feature = "servers")]
 pub use tools::{
     EXECUTOR_TOOLS, TlsFiles, benign_tools, executor_tools, many_tools, schema, serve_http,
-    serve_stdio, spawn_sleeper,
+    serve_stdio, spawn_sleeper, tls_acceptor,
 };

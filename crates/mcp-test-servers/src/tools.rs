@@ -127,7 +127,11 @@ pub struct TlsFiles {
 }
 
 /// A TLS acceptor from `files` (rustls, ring provider, HTTP/1.1 by ALPN).
-fn tls_acceptor(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, String> {
+///
+/// # Errors
+///
+/// A message when the certificate or key cannot be read or used.
+pub fn tls_acceptor(files: &TlsFiles) -> Result<tokio_rustls::TlsAcceptor, String> {
     use tokio_rustls::rustls;
     use tokio_rustls::rustls::pki_types::pem::PemObject;
     use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};

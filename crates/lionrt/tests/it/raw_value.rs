@@ -223,3 +223,131 @@ fn a_raw_value_keyed_schema_in_a_json_response_is_refused() {
 fn a_raw_value_keyed_schema_in_an_sse_response_is_refused() {
     exec_is_refused_over_http(true);
 }
+
+/// `mcp-hostile-server MODE --http --tls-self-signed DIR`: HTTPS with a CA
+/// of its own, whose certificate it writes to `DIR/ca.pem`.
+fn start_tls(mode: &str, dir: &Path) -> Hostile {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    let binary = locate(HOSTILE).unwrap_or_else(|e| panic!("fixture {HOSTILE}: {e}"));
+    let mut child = Command::new(binary)
+        .args([mode, "--http", "--tls-self-signed"])
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the hostile https server");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read the url");
+    let url = line.trim().to_owned();
+    assert!(url.starts_with("https://127.0.0.1:"), "{url:?}");
+    Hostile { child, url }
+}
+
+/// The (server, tool, reason, action) of each `mcp.forward_refused` row.
+fn forward_refusals(db: &Path) -> Vec<(String, String, String, String)> {
+    let engine =
+        state_sqlite::Engine::open(db, state_sqlite::EngineConfig::default()).expect("open db");
+    let conn = engine.conn().expect("conn");
+    let mut stmt = conn
+        .prepare(
+            "SELECT detail_json FROM admin_events WHERE kind = 'mcp.forward_refused' ORDER BY id",
+        )
+        .expect("prepare");
+    stmt.query_map([], |r| r.get::<_, String>(0))
+        .expect("query")
+        .map(|d| {
+            let d: Value = serde_json::from_str(&d.expect("row")).expect("detail json");
+            let s = |k: &str| d[k].as_str().unwrap_or("-").to_owned();
+            (s("server"), s("tool"), s("reason"), s("action"))
+        })
+        .collect()
+}
+
+/// `lionrt run` forwarding to Codex: the server whose `exec` tool is
+/// refused is not forwarded, and the refusal is an `admin_events` row,
+/// as for any refused tool; the lookalike is forwarded. `run` reaches URL
+/// servers over https only: the fixture servers make their own CA, which
+/// `SSL_CERT_FILE` names.
+#[test]
+fn codex_is_not_given_a_server_sending_a_raw_value_keyed_schema() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let (workspace, home, bin) = (root.join("ws"), root.join("home"), root.join("bin"));
+    for d in [&workspace, &home, &bin] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let quirk = start_tls("raw-value-quirk", &root.join("tls-quirk"));
+    let lookalike = start_tls("raw-value-lookalike", &root.join("tls-lookalike"));
+    let mut roots = std::fs::read_to_string(root.join("tls-quirk/ca.pem")).expect("ca");
+    roots.push_str(&std::fs::read_to_string(root.join("tls-lookalike/ca.pem")).expect("ca"));
+    std::fs::write(root.join("roots.pem"), roots).expect("write roots");
+    let config = write_config(
+        root,
+        json!({"quirk": {"url": quirk.url}, "lookalike": {"url": lookalike.url}}),
+    );
+    // A stand-in codex: records its argv and replays a recorded stream.
+    let stream = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/providers/codex_exec_json_success.jsonl");
+    let argv_file = bin.join("codex.argv");
+    let script = format!(
+        "#!/bin/sh\nprintf '%s\\0' \"$@\" > '{}'\ncat '{}'\n",
+        argv_file.display(),
+        stream.display()
+    );
+    std::fs::write(bin.join("codex"), script).expect("write stand-in");
+    std::fs::set_permissions(bin.join("codex"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let db = root.join("state.db");
+    let out = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args(["--json", "--db"])
+        .arg(&db)
+        .args([
+            "run",
+            "--provider",
+            "codex",
+            "--session",
+            "rv",
+            "--workspace",
+        ])
+        .arg(&workspace)
+        .args(["--mcp-config", &config, "--mcp-init-timeout", "60"])
+        .current_dir(root)
+        .env("HOME", &home)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("SSL_CERT_FILE", root.join("roots.pem"))
+        .env_remove("SSL_CERT_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("LIONRT_DB")
+        .output()
+        .expect("run lionrt");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let argv = std::fs::read(&argv_file).expect("the stand-in ran");
+    let argv: Vec<String> = argv
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    assert!(
+        argv.iter().any(|a| a.starts_with("mcp_servers.lookalike.")),
+        "{argv:?}"
+    );
+    assert!(
+        !argv.iter().any(|a| a.starts_with("mcp_servers.quirk.")),
+        "{argv:?}"
+    );
+    assert_eq!(
+        forward_refusals(&db),
+        [(
+            "quirk".to_owned(),
+            "exec".to_owned(),
+            "unbounded-command-input".to_owned(),
+            "server_not_forwarded".to_owned()
+        )],
+        "{}",
+        text(&out)
+    );
+}

@@ -1,4 +1,4 @@
-//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [--http [--sse]] [TAG...]`:
+//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [--http [--sse] [--tls-self-signed DIR]] [TAG...]`:
 //! MCP servers that misbehave in one way each (see the crate docs).
 #![forbid(unsafe_code)]
 
@@ -12,7 +12,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::json;
 
-use mcp_test_servers::{benign_tools, schema, serve_stdio, spawn_sleeper};
+use mcp_test_servers::{TlsFiles, benign_tools, schema, serve_stdio, spawn_sleeper, tls_acceptor};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -149,7 +149,10 @@ fn http_response(status: &str, headers: &[(&str, &str)], body: &str) -> Vec<u8> 
 
 /// One HTTP/1.1 request (headers, then a `Content-Length` body), or `None`
 /// when the connection ends or the request is malformed.
-async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<(String, Vec<u8>)> {
+async fn read_request<S>(stream: &mut S) -> Option<(String, Vec<u8>)>
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
     use tokio::io::AsyncReadExt;
     let mut buf = Vec::new();
     let mut chunk = [0_u8; 4096];
@@ -234,13 +237,78 @@ fn http_answer(mode: Mode, sse: bool, body: &[u8]) -> Vec<u8> {
     }
 }
 
+/// Makes a CA and a leaf for `127.0.0.1` signed by it; writes the CA
+/// certificate to `dir/ca.pem` and the leaf to `dir/cert.pem` and
+/// `dir/key.pem`.
+fn self_signed(dir: &std::path::Path) -> Result<TlsFiles, String> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "mcp-hostile-server test ca");
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_key = KeyPair::generate().map_err(|e| format!("ca key: {e}"))?;
+    let issuer = CertifiedIssuer::self_signed(ca, ca_key).map_err(|e| format!("ca: {e}"))?;
+    let mut leaf =
+        CertificateParams::new(vec!["127.0.0.1".to_owned()]).map_err(|e| e.to_string())?;
+    leaf.distinguished_name
+        .push(DnType::CommonName, "mcp-hostile-server");
+    let key = KeyPair::generate().map_err(|e| format!("leaf key: {e}"))?;
+    let cert = leaf
+        .signed_by(&key, &issuer)
+        .map_err(|e| format!("leaf: {e}"))?;
+    let files = TlsFiles {
+        cert: dir.join("cert.pem"),
+        key: dir.join("key.pem"),
+    };
+    let write = |path: std::path::PathBuf, text: String| {
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    write(dir.join("ca.pem"), issuer.pem())?;
+    write(files.cert.clone(), cert.pem())?;
+    write(files.key.clone(), key.serialize_pem())?;
+    Ok(files)
+}
+
+/// Answers one request on `stream` and closes it.
+async fn answer<S>(mut stream: S, mode: Mode, sse: bool)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncWriteExt;
+    let Some((method, body)) = read_request(&mut stream).await else {
+        return;
+    };
+    let reply = match method.as_str() {
+        "POST" => http_answer(mode, sse, &body),
+        "DELETE" => http_response("200 OK", &[], ""),
+        _ => http_response("405 Method Not Allowed", &[("Allow", "POST, DELETE")], ""),
+    };
+    let _ = stream.write_all(&reply).await;
+    let _ = stream.shutdown().await;
+}
+
 /// Serves the raw-value modes over streamable HTTP, written by hand (rmcp's
 /// server would serialise the parsed listing, not these bytes): listens on
-/// `127.0.0.1` at an ephemeral port, prints `http://127.0.0.1:PORT/mcp`,
-/// answers each POST on its own connection, refuses the GET stream (405),
-/// and exits when stdin closes.
-async fn serve_raw_http(mode: Mode, sse: bool) -> Result<(), String> {
+/// `127.0.0.1` at an ephemeral port, prints `http://127.0.0.1:PORT/mcp`
+/// (`https://` behind TLS, with `tls_dir`), answers each POST on its own
+/// connection, refuses the GET stream (405), and exits when stdin closes.
+async fn serve_raw_http(
+    mode: Mode,
+    sse: bool,
+    tls_dir: Option<std::path::PathBuf>,
+) -> Result<(), String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let acceptor = match &tls_dir {
+        Some(dir) => Some(tls_acceptor(&self_signed(dir)?)?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(|e| format!("bind: {e}"))?;
@@ -248,28 +316,29 @@ async fn serve_raw_http(mode: Mode, sse: bool) -> Result<(), String> {
         .local_addr()
         .map_err(|e| format!("local_addr: {e}"))?
         .port();
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
     let mut stdout = tokio::io::stdout();
     stdout
-        .write_all(format!("http://127.0.0.1:{port}/mcp\n").as_bytes())
+        .write_all(format!("{scheme}://127.0.0.1:{port}/mcp\n").as_bytes())
         .await
         .map_err(|e| format!("stdout: {e}"))?;
     stdout.flush().await.map_err(|e| format!("stdout: {e}"))?;
     let accept = async {
         loop {
-            let Ok((mut stream, _)) = listener.accept().await else {
+            let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
+            let acceptor = acceptor.clone();
             tokio::spawn(async move {
-                let Some((method, body)) = read_request(&mut stream).await else {
-                    return;
-                };
-                let reply = match method.as_str() {
-                    "POST" => http_answer(mode, sse, &body),
-                    "DELETE" => http_response("200 OK", &[], ""),
-                    _ => http_response("405 Method Not Allowed", &[("Allow", "POST, DELETE")], ""),
-                };
-                let _ = stream.write_all(&reply).await;
-                let _ = stream.shutdown().await;
+                match acceptor {
+                    // A failed handshake concerns that client alone.
+                    Some(acceptor) => {
+                        if let Ok(stream) = acceptor.accept(stream).await {
+                            answer(stream, mode, sse).await;
+                        }
+                    }
+                    None => answer(stream, mode, sse).await,
+                }
             });
         }
     };
@@ -315,8 +384,21 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let http = std::env::args().any(|a| a == "--http");
-    let sse = std::env::args().any(|a| a == "--sse");
+    let args: Vec<String> = std::env::args().collect();
+    let http = args.iter().any(|a| a == "--http");
+    let sse = args.iter().any(|a| a == "--sse");
+    let tls_dir = args
+        .iter()
+        .position(|a| a == "--tls-self-signed")
+        .map(|i| args.get(i + 1).map(std::path::PathBuf::from));
+    let tls_dir = match tls_dir {
+        None => None,
+        Some(Some(dir)) => Some(dir),
+        Some(None) => {
+            eprintln!("--tls-self-signed needs a directory");
+            std::process::exit(2);
+        }
+    };
     let raw_value = matches!(
         mode,
         Mode::RawValueQuirk | Mode::RawValueQuirkEscaped | Mode::RawValueLookalike
@@ -327,7 +409,7 @@ fn main() {
     }
     let result = runtime.block_on(async {
         if http {
-            return serve_raw_http(mode, sse).await;
+            return serve_raw_http(mode, sse, tls_dir).await;
         }
         if mode == Mode::HangInit {
             // A server that will not go quietly: SIGTERM is caught and
