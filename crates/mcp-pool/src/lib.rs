@@ -78,17 +78,33 @@
 //!
 //! # Reserved serde_json keys
 //!
-//! With serde_json's `raw_value` feature on (cargo unifies features; the
-//! `lionrt` binary has it on through transcript-mirror), deserializing a
+//! With serde_json's `raw_value` feature on (cargo unifies features, so one
+//! crate turning it on turns it on for the whole binary), deserializing a
 //! `serde_json::Value` reads an object whose first key is
 //! `$serde_json::private::RawValue` as the JSON text inside that key's
 //! string: `{"$serde_json::private::RawValue":"{\"enum\":[\"ls\"]}"}`
 //! parses as `{"enum":["ls"]}` (`arbitrary_precision` does the same with
 //! `$serde_json::private::Number`). A server could then show the admission
 //! gate a bounded schema while the agent CLI it is forwarded to reads the
-//! object as written, an open one. So every message from a server is
-//! scanned as raw text before rmcp parses it, and one holding an object key
-//! equal (after JSON unescaping, so `\u0024serde_json::...` too) to one of
+//! object as written, an open one.
+//!
+//! **The feature is off in the whole build**, so every transport, streamable
+//! HTTP included (where rmcp's reqwest client parses each response body,
+//! JSON or SSE, into a `Value` itself), reads such a key as an ordinary key
+//! and the gate judges the object as written. transcript-mirror, which used
+//! it for zero-copy capture, keeps value spans with a scanner of its own.
+//! Guards: lionrt's `raw_value` test (the binary's own serde_json reads the
+//! token's object as written; it fails if any crate turns the feature back
+//! on), its end-to-end tests against a server that sends such a schema
+//! over HTTP (`lionrt mcp audit|call`, JSON and SSE responses; `lionrt run`
+//! forwarding to Codex over https: the server is not forwarded and the
+//! refusal is an `admin_events` row), and `cargo xtask ci`, which names
+//! the crate that enables it from `cargo tree`. This crate's
+//! tests do the same through the pool (`tests/it/raw_value_http.rs`).
+//!
+//! As defence in depth, every message from a stdio server is still scanned
+//! as raw text before rmcp parses it, and one holding an object key equal
+//! (after JSON unescaping, so `\u0024serde_json::...` too) to one of
 //! [`RESERVED_SERDE_JSON_KEYS`], anywhere, ends the connection with
 //! [`Error::Protocol`] ("a reserved serde_json key was sent"); nothing of
 //! that listing is registered. A key that merely contains the token, or a
@@ -97,14 +113,9 @@
 //! by serde_json's recursion limit (deeper text fails closed). `.mcp.json`
 //! text is scanned the same way: such a file is [`Error::ConfigInvalid`].
 //! The stdio leg is always read as raw lines (`LineFormat::Raw`); a line
-//! that arrived already parsed would be refused.
-//!
-//! **Not yet covered: streamable HTTP.** rmcp's `StreamableHttpClient`
-//! implementation for `reqwest::Client` parses a JSON response body into
-//! its message type itself, so the raw text never reaches this crate; an
-//! HTTP server can still present such a key. Closing it needs a client
-//! type of this crate that fetches and scans the body (and each SSE
-//! event's `data`) before parsing.
+//! that arrived already parsed would be refused. Streamable HTTP responses
+//! are not scanned (rmcp's client parses them before this crate sees
+//! them); there the feature being off is the whole protection.
 //!
 //! # TLS
 //!

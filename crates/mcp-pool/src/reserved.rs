@@ -2,8 +2,9 @@
 //! private tokens in raw JSON text, before anything parses it into a
 //! `serde_json::Value`.
 //!
-//! With serde_json's `raw_value` feature on (cargo unifies features, and
-//! the `lionrt` binary has it on), deserializing a `Value` reads an object
+//! With serde_json's `raw_value` feature on (cargo unifies features; it is
+//! off in this workspace's build, guarded by lionrt's `raw_value` test, and
+//! this scan is defence in depth), deserializing a `Value` reads an object
 //! whose first key is `$serde_json::private::RawValue` as the JSON text in
 //! that key's string: `{"$serde_json::private::RawValue":"{\"enum\":[\"ls\"]}"}`
 //! becomes `{"enum":["ls"]}`. A server could then show the admission gate a

@@ -53,6 +53,11 @@
 //! check per row) and 12 ms in the event uuids (`log_min_duration_statement`).
 //! Not tuned yet.
 //!
+//! Lines are read by this crate's own JSON scanner (`json.rs`), which keeps
+//! large values as spans of the line: serde_json's `raw_value` feature,
+//! which the spans once came from, must stay off in the build (see the
+//! README, "Parsing").
+//!
 //! Fixtures (`fixtures/transcript-mirror`): hand-written transcripts in the
 //! CLIs' public formats, and two recorded from the real CLIs (Claude Code
 //! 2.1.197, Codex 0.171.0) by the e2e tier's worker against its local
