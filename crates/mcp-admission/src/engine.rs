@@ -11,7 +11,8 @@
 //! separate work meter of [`WORK_FACTOR`] times the budget, shared by all
 //! passes, which also fails closed when spent: it keeps every verdict
 //! bounded in time without shortening the reach. Memo tables are keyed by
-//! node address and only ever looked up, never iterated, so no verdict
+//! node identity ([`Node::id`]: a `Value`'s address, an arena node's index)
+//! and only ever looked up, never iterated, so no verdict
 //! depends on map order.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,7 +36,7 @@ pub(crate) enum Seg<'a> {
     Ref(&'a str),
 }
 
-/// Memo tables, all keyed by node address.
+/// Memo tables, all keyed by node identity ([`Node::id`]).
 #[derive(Default)]
 pub(crate) struct Memo {
     pub(crate) walked: BTreeSet<usize>,

@@ -83,9 +83,23 @@
 //! [`batch::RecordBatch::judge_jsonl`], which also renders JSON Lines) and
 //! hands the batches back in order ([`batch::Checker::render`],
 //! [`batch::Checker::add_jsonl`]). A record is parsed field by field: only
-//! `id`, `name`, `description` and the schema are built, every other field
+//! `id`, `name`, `description` and the schema are kept, every other field
 //! is checked as a `serde_json::Value` parse would check it, and object keys
 //! are read as written even where serde_json's `raw_value` feature is on.
+//!
+//! The batch path never builds a `serde_json::Value`: the id and the schema
+//! are read into a flat arena (nodes in one reused `Vec`, strings borrowed
+//! from the input, an object's members sorted by key with the last of
+//! duplicate keys kept, exactly as `Value`'s default `Map` holds them). A
+//! plain record (no escapes, no signed, fractional or exponent numbers,
+//! nested at most 64 deep) is read by a strict fast reader; anything else,
+//! including every malformed record, by serde_json's own tokenizer, so what
+//! is accepted or refused, and every error message, is serde_json's. The
+//! gate's engine is generic over a read-only JSON view implemented for both
+//! `&Value` (the public API, monomorphised) and the arena, so both are judged
+//! by the same code; differential property tests hold the arena to the
+//! `Value` path on generated documents and records (every field of the
+//! explained report, the plain verdict, the echoed id, each error).
 //!
 //! ```
 //! use mcp_admission::batch::{self, OutputFormat};

@@ -1,7 +1,7 @@
 //! The two sufficiency proofs: object boundedness and structural coverage.
 //!
 //! They are independent and combined by OR: a schema is insufficient when
-//! either fails. Both memoise `$ref` targets by address, so a thousand
+//! either fails. Both memoise `$ref` targets by node identity, so a thousand
 //! references to one large target cost one check, and both charge the shared
 //! budget, failing closed when it runs out.
 

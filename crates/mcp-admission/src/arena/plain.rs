@@ -75,7 +75,7 @@ impl<'de> Plain<'de> {
         const ONES: u64 = 0x0101_0101_0101_0101;
         const HIGH: u64 = 0x8080_8080_8080_8080;
         loop {
-            let Some(chunk) = bytes.get(self.pos..self.pos + 8) else {
+            let Some(chunk) = bytes.get(self.pos..).and_then(<[u8]>::first_chunk::<8>) else {
                 // Fewer than eight bytes left: one at a time.
                 while let Some(b) = self.byte() {
                     if b == b'"' || b == b'\\' || b < 0x20 {
@@ -85,9 +85,7 @@ impl<'de> Plain<'de> {
                 }
                 break;
             };
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            let v = u64::from_le_bytes(word);
+            let v = u64::from_le_bytes(*chunk);
             let quote = v ^ (ONES * u64::from(b'"'));
             let backslash = v ^ (ONES * u64::from(b'\\'));
             let special = ((v.wrapping_sub(ONES * 0x20) & !v)
