@@ -468,11 +468,18 @@ impl<'a, 'de: 'a> Obj<'a> for ArenaObject<'a, 'de> {
 
     #[inline]
     fn get(self, key: &str) -> Option<Self::Node> {
-        self.members
-            .binary_search_by(|(k, _)| key_cmp(text(&self.arena.strings, *k), key))
-            .ok()
-            .and_then(|i| self.members.get(i))
-            .map(|(_, v)| self.arena.node(*v))
+        let strings = self.arena.strings.as_str();
+        // Keys are unique: a small object is scanned (a length decides most
+        // keys), a large one searched.
+        let found = if self.members.len() <= 12 {
+            self.members.iter().find(|(k, _)| text(strings, *k) == key)
+        } else {
+            self.members
+                .binary_search_by(|(k, _)| key_cmp(text(strings, *k), key))
+                .ok()
+                .and_then(|i| self.members.get(i))
+        };
+        found.map(|(_, v)| self.arena.node(*v))
     }
 
     #[inline]

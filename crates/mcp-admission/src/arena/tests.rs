@@ -7,9 +7,9 @@ use proptest::prelude::*;
 use serde::de::DeserializeSeed;
 use serde_json::Value;
 
-use super::{Arena, Plain};
+use super::{Arena, ArenaNode, Plain};
 use crate::admission::{explain_tool_admission_with, judge_node};
-use crate::node::Node;
+use crate::node::{Arr, Node, Obj, View};
 use crate::report::Limits;
 
 /// JSON text, generated with the shapes a `Value` view could get wrong.
@@ -236,6 +236,10 @@ fn document() -> impl Strategy<Value = Text> {
             4 => prop::collection::vec((key(), inner.clone()), 0..7).prop_map(|members| {
                 Text::Object(members.into_iter().map(|((k, e), v)| (k, e, v)).collect())
             }),
+            // Wide objects: a member is searched rather than scanned.
+            1 => prop::collection::vec((key(), leaf()), 10..30).prop_map(|members| {
+                Text::Object(members.into_iter().map(|((k, e), v)| (k, e, v)).collect())
+            }),
             1 => (0usize..300, any::<u8>(), inner).prop_map(|(n, kind, v)| Text::Deep(n, kind, Box::new(v))),
         ]
     })
@@ -295,6 +299,43 @@ fn drop_flat(value: Value) {
     }
 }
 
+/// Every member lookup and index of the arena answers what `Value`'s does
+/// (and nothing for a key or index it lacks), all the way down.
+fn lookups_agree(node: ArenaNode<'_, '_>, value: &Value) -> Result<(), TestCaseError> {
+    let mut stack = vec![(node, value)];
+    while let Some((node, value)) = stack.pop() {
+        match (node.view(), value) {
+            (View::Object(m), Value::Object(map)) => {
+                for (k, v) in map {
+                    let found = Obj::get(m, k);
+                    prop_assert!(found.is_some(), "missing {}", k);
+                    if let Some(found) = found {
+                        stack.push((found, v));
+                    }
+                }
+                for absent in ["", "zz", "type ", "\u{10ffff}"] {
+                    prop_assert_eq!(Obj::get(m, absent).is_some(), map.contains_key(absent));
+                }
+            }
+            (View::Array(items), Value::Array(list)) => {
+                for (i, v) in list.iter().enumerate() {
+                    let found = Arr::get(items, i);
+                    prop_assert!(found.is_some(), "missing [{}]", i);
+                    if let Some(found) = found {
+                        stack.push((found, v));
+                    }
+                }
+                prop_assert!(Arr::get(items, list.len()).is_none());
+            }
+            (View::Object(_) | View::Array(_), _) | (_, Value::Object(_) | Value::Array(_)) => {
+                prop_assert!(false, "kinds differ: {}", value);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Checks one text both ways; `limits` as the gate is run.
 fn same_both_ways(
     text: &str,
@@ -319,6 +360,7 @@ fn same_both_ways(
         if let Ok(value) = &value {
             let rebuilt = Flat(node.to_value());
             prop_assert_eq!(&rebuilt.0, value, "{}", text);
+            lookups_agree(node, value)?;
             let by_value = explain_tool_admission_with(limits, name, Some(value), description);
             let by_plain = judge_node(limits, name, Some(node), description, true);
             prop_assert_eq!(&by_plain, &by_value, "{}", text);
@@ -337,6 +379,7 @@ fn same_both_ways(
                 let rebuilt = Flat(rebuilt);
                 prop_assert_eq!(&rebuilt.0, value, "{}", text);
             }
+            lookups_agree(node, value)?;
             let by_value = explain_tool_admission_with(limits, name, Some(value), description);
             let by_arena = judge_node(limits, name, Some(node), description, true);
             prop_assert_eq!(&by_arena, &by_value, "{}", text);
