@@ -30,10 +30,11 @@
 //! from record to record, and it is dropped without recursion however deep
 //! the record, whether the record is judged or abandoned by an error
 //! (trailing bytes, a later field that cannot be read). Keys are always
-//! ordinary keys: with serde_json's `raw_value` feature on (other crates
-//! turn it on in the `lionrt` binary) `Value` itself would read an object
+//! ordinary keys, even in a build where some crate turns on serde_json's
+//! `raw_value` feature: with it on, `Value` itself would read an object
 //! keyed `$serde_json::private::RawValue` as the JSON text in its string,
-//! and the gate would judge a schema no host receives.
+//! and the gate would judge a schema no host receives (the `lionrt` build
+//! keeps the feature off, and `cargo xtask ci` checks that).
 //!
 //! One case cannot be resynchronised: an element of a JSON array (or of a
 //! `tools` list) whose brackets do not balance ends the batch with one
