@@ -874,6 +874,82 @@ mod tests {
         }
     }
 
+    /// What the parsers' former `#[derive(Deserialize)]` structs were: a
+    /// decoded string, a value only kept (`IgnoredAny` checks it as a
+    /// `RawValue` did, the text being UTF-8 already) and a boolean, all
+    /// optional with defaults.
+    #[derive(serde::Deserialize)]
+    struct Derived<'a> {
+        #[serde(borrow, default)]
+        a: Option<Cow<'a, str>>,
+        #[serde(default)]
+        b: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        c: Option<bool>,
+    }
+
+    /// `record` over the same three fields: the decoded string, the kept
+    /// span, the boolean.
+    type Ours<'a> = (Option<Cow<'a, str>>, Option<&'a str>, Option<bool>);
+
+    fn ours(text: &str) -> Result<Ours<'_>, LineError> {
+        parse_all(text.as_bytes(), |s| {
+            let mut got: Ours<'_> = (None, None, None);
+            s.record(&["a", "b", "c"], |s, k| {
+                match k {
+                    0 => got.0 = s.opt_str()?,
+                    1 => got.1 = s.opt_raw()?,
+                    _ => got.2 = s.opt_bool()?,
+                }
+                Ok(())
+            })?;
+            Ok(got)
+        })
+    }
+
+    /// A record-shaped document: an object over the field names and others
+    /// (repeats allowed) or an array, with values of any kind.
+    fn record_text() -> impl Strategy<Value = String> {
+        let member = (
+            proptest::sample::select(&["a", "b", "c", "k", "ab"][..]),
+            value(),
+        );
+        (
+            prop_oneof![
+                proptest::collection::vec(member, 0..5).prop_map(|m| {
+                    J::Obj(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+                }),
+                proptest::collection::vec(value(), 0..5).prop_map(J::Arr),
+                value(),
+            ],
+            proptest::collection::vec(any::<u8>(), 1..8),
+        )
+            .prop_map(|(doc, styles)| {
+                let mut out = String::new();
+                render(&doc, &styles, &mut 0, &mut out);
+                out
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1024, .. Default::default() })]
+
+        /// `record` takes exactly the documents serde's derived struct
+        /// takes (object or array form, duplicate and unknown keys, `null`s,
+        /// wrong kinds), and reads the same fields from them.
+        #[test]
+        fn a_record_reads_what_a_derived_struct_reads(text in record_text()) {
+            let theirs = serde_json::from_str::<Derived<'_>>(&text);
+            let ours = ours(&text);
+            prop_assert_eq!(ours.is_ok(), theirs.is_ok(), "{:?} vs {:?}: {}", ours.as_ref().err(), theirs.as_ref().err(), text);
+            if let (Ok(o), Ok(t)) = (ours, theirs) {
+                prop_assert_eq!(o.0, t.a, "{}", text);
+                prop_assert_eq!(o.1.is_some(), t.b.is_some(), "{}", text);
+                prop_assert_eq!(o.2, t.c, "{}", text);
+            }
+        }
+    }
+
     fn span(text: &str) -> Option<&str> {
         whole_value(text)
     }
