@@ -908,7 +908,8 @@ mod tests {
     }
 
     /// A record-shaped document: an object over the field names and others
-    /// (repeats allowed) or an array, with values of any kind.
+    /// (repeats allowed) or an array, with values of any kind; a quarter
+    /// of them mutated by one character removed or inserted.
     fn record_text() -> impl Strategy<Value = String> {
         let member = (
             proptest::sample::select(&["a", "b", "c", "k", "ab"][..]),
@@ -923,11 +924,30 @@ mod tests {
                 value(),
             ],
             proptest::collection::vec(any::<u8>(), 1..8),
+            proptest::option::weighted(
+                0.25,
+                (
+                    any::<usize>(),
+                    proptest::sample::select(
+                        &['\0', '{', '}', '[', ']', '"', ':', ',', '\\', '1', 'n'][..],
+                    ),
+                ),
+            ),
         )
-            .prop_map(|(doc, styles)| {
+            .prop_map(|(doc, styles, mutation)| {
                 let mut out = String::new();
                 render(&doc, &styles, &mut 0, &mut out);
-                out
+                let Some((at, c)) = mutation else {
+                    return out;
+                };
+                let mut chars: Vec<char> = out.chars().collect();
+                let at = at % (chars.len() + 1);
+                if c == '\0' && at < chars.len() {
+                    chars.remove(at);
+                } else if c != '\0' {
+                    chars.insert(at, c);
+                }
+                chars.into_iter().collect()
             })
     }
 
@@ -936,7 +956,7 @@ mod tests {
 
         /// `record` takes exactly the documents serde's derived struct
         /// takes (object or array form, duplicate and unknown keys, `null`s,
-        /// wrong kinds), and reads the same fields from them.
+        /// wrong kinds, broken syntax), and reads the same fields from them.
         #[test]
         fn a_record_reads_what_a_derived_struct_reads(text in record_text()) {
             let theirs = serde_json::from_str::<Derived<'_>>(&text);
