@@ -536,23 +536,34 @@ fn worker_open() {
 fn a_migration_killed_half_way_is_redone_by_the_next_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, history, deliveries) = old_file(dir.path(), 60_000);
-    // How long an open that migrates takes here, on a copy.
+    // A pristine copy to start again from when a kill came too late, and how
+    // long an open that migrates takes here (on another copy).
+    let pristine = dir.path().join("pristine.db");
     let copy = dir.path().join("copy.db");
-    Connection::open(&path)
-        .expect("open")
-        .execute("VACUUM INTO ?1", [copy.to_str().expect("utf-8 path")])
-        .expect("copy");
+    {
+        let conn = Connection::open(&path).expect("open");
+        for target in [&pristine, &copy] {
+            conn.execute("VACUUM INTO ?1", [target.to_str().expect("utf-8 path")])
+                .expect("copy");
+        }
+    }
     let start = Instant::now();
     drop(Engine::open(&copy, EngineConfig::default()).expect("migrate the copy"));
-    let takes = start.elapsed();
+    let mut delay = start.elapsed() / 2;
     let exe = std::env::current_exe().expect("test binary");
     let wal = |p: &Path| std::fs::metadata(p.with_extension("db-wal")).map_or(0, |m| m.len());
     let mut killed_mid_migration = 0;
-    // SIGKILL the opening process at points spread over that time; then
-    // the file is either still at 0008, all of it, or at 0009. A kill
-    // after the migration's first pages spilled into the WAL (it grew) and
-    // before its commit landed in the middle of it.
-    for step in 1..10u32 {
+    // SIGKILL the opening process after `delay`; then the file is either
+    // still at 0008, all of it, or at 0009. A kill after the migration's
+    // first pages spilled into the WAL (it grew) and before its commit
+    // landed in the middle of it. The delay adapts, so load cannot make
+    // every kill land before or after the migration: a kill that came
+    // before it waits longer next time; one that came after it (the file
+    // migrated) starts again from the pristine copy with a shorter wait.
+    for _ in 0..200 {
+        if killed_mid_migration >= 3 {
+            break;
+        }
         let wal_before = wal(&path);
         let mut child = Command::new(&exe)
             .args([
@@ -572,14 +583,13 @@ fn a_migration_killed_half_way_is_redone_by_the_next_open() {
             lines.any(|l| l.is_ok_and(|l| l.contains("OPENING"))),
             "the worker never started"
         );
-        std::thread::sleep(takes * step / 10);
+        std::thread::sleep(delay);
         child.kill().expect("SIGKILL");
         child.wait().expect("reaped");
         let spilled = wal(&path) > wal_before;
         let conn = Connection::open(&path).expect("open");
         match schema_version(&conn).expect("version") {
             8 => {
-                killed_mid_migration += u32::from(spilled);
                 assert_eq!(
                     all_rows(&conn, "SELECT * FROM status_transitions ORDER BY id"),
                     history,
@@ -593,8 +603,21 @@ fn a_migration_killed_half_way_is_redone_by_the_next_open() {
                     ),
                     0
                 );
+                if spilled {
+                    killed_mid_migration += 1;
+                } else {
+                    delay = delay * 3 / 2 + std::time::Duration::from_millis(1);
+                }
             }
-            9 => break,
+            9 => {
+                drop(conn);
+                check_upgraded(&path, &history, &deliveries);
+                for suffix in ["db-wal", "db-shm"] {
+                    let _ = std::fs::remove_file(path.with_extension(suffix));
+                }
+                std::fs::copy(&pristine, &path).expect("start again");
+                delay /= 2;
+            }
             other => panic!("schema version {other}"),
         }
     }
