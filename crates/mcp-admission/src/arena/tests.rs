@@ -391,6 +391,19 @@ fn same_both_ways(
     Ok(())
 }
 
+/// Whole schemas, some admitted and some denied, so that a repeated
+/// `inputSchema` (or a repeated property inside one) puts a denied and an
+/// admitted value under one key.
+const SCHEMAS: &[&str] = &[
+    r#"{"type": "object", "properties": {"q": {"type": "string", "enum": ["a", "b"]}}, "additionalProperties": false}"#,
+    r#"{"type": "object", "properties": {"command": {"type": "string"}}}"#,
+    r#"{"type": "object", "properties": {"command": {"type": "string"}, "command": {"enum": ["ls"]}}, "additionalProperties": false}"#,
+    r#"{"type": "object", "properties": {"command": {"enum": ["ls"]}, "command": {"type": "string"}}, "additionalProperties": false}"#,
+    r#"{"type": "object", "properties": {"comm\u0061nd": {"type": "string"}}, "additionalProperties": false}"#,
+    r#"{"type": "object", "additionalProperties": false, "properties": {"a": {"enum": [1]}, "b": {"enum": [1]}, "c": {"enum": [1]}, "d": {"enum": [1]}, "e": {"enum": [1]}, "f": {"enum": [1]}, "g": {"enum": [1]}, "h": {"enum": [1]}, "i": {"enum": [1]}, "j": {"enum": [1]}, "k": {"enum": [1]}, "l": {"enum": [1]}, "m": {"enum": [1]}, "script": {"type": "string"}, "script": {"enum": ["x"]}}}"#,
+    r##"{"type": "object", "$defs": {"c": {"type": "string"}, "c": {"enum": ["x"]}}, "properties": {"cmd": {"$ref": "#/$defs/c"}}, "additionalProperties": false}"##,
+];
+
 /// A tool record's text: fields (some repeated, some escaped, some not
 /// strings) around generated documents, sometimes broken off.
 fn record() -> impl Strategy<Value = String> {
@@ -409,7 +422,8 @@ fn record() -> impl Strategy<Value = String> {
     let name = prop::sample::select(NAMES).prop_map(|n| Text::Str(n.to_owned(), false));
     let described = prop::sample::select(&["Execute terminal commands.", "Search things."][..])
         .prop_map(|d| Text::Str(d.to_owned(), false));
-    let value = prop_oneof![3 => document(), 2 => name, 1 => described];
+    let schema = prop::sample::select(SCHEMAS).prop_map(Text::Raw);
+    let value = prop_oneof![3 => document(), 2 => name, 1 => described, 2 => schema];
     (
         prop::collection::vec((field, value), 0..7),
         prop::sample::select(&["", " ", "\n", " x", ",", "}"][..]),
@@ -432,6 +446,99 @@ fn record() -> impl Strategy<Value = String> {
             out.push_str(tail);
             out
         })
+}
+
+/// Byte sequences that are not UTF-8 (a stray continuation byte, an
+/// overlong encoding, an encoded surrogate, a cut-off sequence, a code
+/// point past U+10FFFF, a byte that never occurs).
+const NOT_UTF8: &[&[u8]] = &[
+    b"\x80",
+    b"\xc0\x80",
+    b"\xed\xa0\x80",
+    b"\xe2\x82",
+    b"\xf4\x90\x80\x80",
+    b"\xff",
+];
+
+/// What the batch path must answer for a record's bytes, read the plain
+/// way: a whole `serde_json::Value` parse (any depth) and the public gate.
+fn judge_by_value(bytes: &[u8]) -> Result<crate::batch::ToolResult, TestCaseError> {
+    use crate::batch::ToolResult;
+    let error = |why: &str| ToolResult {
+        id: None,
+        name: String::new(),
+        line: Some(1),
+        index: 0,
+        reason: None,
+        message: None,
+        detail: String::new(),
+        error: Some(why.to_owned()),
+    };
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.disable_recursion_limit();
+    let parsed = serde::Deserialize::deserialize(serde_stacker::Deserializer::new(&mut de))
+        .and_then(|v: Value| de.end().map(|()| v));
+    let value = match parsed {
+        Ok(value) => Flat(value),
+        Err(_) => return Ok(error("not json")),
+    };
+    let Value::Object(m) = &value.0 else {
+        return Ok(error("not an object"));
+    };
+    let name = match m.get("name") {
+        Some(Value::String(name)) => name.as_str(),
+        _ => return Ok(error("no string name")),
+    };
+    let description = m.get("description").and_then(Value::as_str);
+    let schema = m.get("inputSchema").or_else(|| m.get("input_schema"));
+    let report = explain_tool_admission_with(Limits::default(), name, schema, description);
+    Ok(ToolResult {
+        id: None,
+        name: name.to_owned(),
+        line: Some(1),
+        index: 0,
+        reason: report.reason,
+        message: report
+            .reason
+            .map(|r| crate::reason::AdmissionDenied::new(name, r).to_string()),
+        detail: report.detail().unwrap_or_default(),
+        error: None,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 1500,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// End to end, from bytes: a record (valid UTF-8 or not, plain or not,
+    /// broken or not) is refused exactly when a `Value` parse refuses it,
+    /// and otherwise gets the verdict, message and detail the public gate
+    /// gives the `Value`.
+    #[test]
+    fn a_record_gets_the_verdict_of_its_value(
+        text in record(),
+        bad in prop::option::weighted(0.3, (prop::sample::select(NOT_UTF8), any::<prop::sample::Index>())),
+    ) {
+        let mut bytes = text.into_bytes();
+        if let Some((bad, at)) = bad {
+            let at = at.index(bytes.len() + 1);
+            bytes.splice(at..at, bad.iter().copied());
+        }
+        let record = crate::batch::RawRecord { bytes, line: 1, index: 0, broken: None };
+        let got = crate::batch::judge_record(&record);
+        let want = judge_by_value(&record.bytes)?;
+        let shown = String::from_utf8_lossy(&record.bytes);
+        prop_assert_eq!(got.error.is_some(), want.error.is_some(), "{} {:?} {:?}", shown, got.error, want.error);
+        if want.error.is_none() {
+            prop_assert_eq!(&got.name, &want.name, "{}", shown);
+            prop_assert_eq!(got.reason, want.reason, "{}", shown);
+            prop_assert_eq!(&got.message, &want.message, "{}", shown);
+            prop_assert_eq!(&got.detail, &want.detail, "{}", shown);
+        }
+    }
 }
 
 proptest! {
