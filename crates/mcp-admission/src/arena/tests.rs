@@ -189,6 +189,8 @@ const NUMBERS: &[&str] = &[
     "1e2",
     "0.1",
     "-1",
+    "9999999999999999999",
+    "10000000000000000000",
     "18446744073709551615",
     "18446744073709551616",
     "-9223372036854775808",
@@ -427,7 +429,8 @@ fn record() -> impl Strategy<Value = String> {
     (
         prop::collection::vec((field, value), 0..7),
         prop::sample::select(&["", " ", "\n", " x", ",", "}"][..]),
-        prop::sample::select(&["", " ", "\t"][..]),
+        // JSON whitespace, and characters that are not (refused alike).
+        prop::sample::select(&["", " ", "\t", "\r\n", "\u{c}", "\u{a0}", "\u{feff}"][..]),
     )
         .prop_map(|(fields, tail, gap)| {
             let mut out = String::from("{");
@@ -489,11 +492,28 @@ fn judge_by_value(bytes: &[u8]) -> Result<crate::batch::ToolResult, TestCaseErro
         Some(Value::String(name)) => name.as_str(),
         _ => return Ok(error("no string name")),
     };
+    let id = m.get("id").map(|id| {
+        let mut stack = vec![(id, 0usize)];
+        let mut deep = false;
+        while let Some((v, depth)) = stack.pop() {
+            deep |= depth > 100;
+            match v {
+                Value::Array(items) => stack.extend(items.iter().map(|i| (i, depth + 1))),
+                Value::Object(m) => stack.extend(m.values().map(|i| (i, depth + 1))),
+                _ => {}
+            }
+        }
+        if deep {
+            Value::from("(id nested too deep)")
+        } else {
+            id.clone()
+        }
+    });
     let description = m.get("description").and_then(Value::as_str);
     let schema = m.get("inputSchema").or_else(|| m.get("input_schema"));
     let report = explain_tool_admission_with(Limits::default(), name, schema, description);
     Ok(ToolResult {
-        id: None,
+        id,
         name: name.to_owned(),
         line: Some(1),
         index: 0,
@@ -533,6 +553,7 @@ proptest! {
         let shown = String::from_utf8_lossy(&record.bytes);
         prop_assert_eq!(got.error.is_some(), want.error.is_some(), "{} {:?} {:?}", shown, got.error, want.error);
         if want.error.is_none() {
+            prop_assert_eq!(&got.id, &want.id, "{}", shown);
             prop_assert_eq!(&got.name, &want.name, "{}", shown);
             prop_assert_eq!(got.reason, want.reason, "{}", shown);
             prop_assert_eq!(&got.message, &want.message, "{}", shown);
