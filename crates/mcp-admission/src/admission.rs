@@ -95,10 +95,8 @@ fn judge(
     detailed: bool,
 ) -> AdmissionReport {
     static NULL: Value = Value::Null;
-    match input_schema.filter(|s| !s.is_null()) {
-        Some(root) => judge_schema(limits, name, root, description, detailed),
-        None => judge_schema(limits, name, &NULL, description, detailed),
-    }
+    let root = input_schema.unwrap_or(&NULL);
+    judge_schema(limits, name, root, description, detailed)
 }
 
 /// Judges a descriptor whose schema is any document (the batch path's
@@ -112,7 +110,7 @@ pub(crate) fn judge_node<'a, N: Node<'a>>(
     description: Option<&str>,
     detailed: bool,
 ) -> AdmissionReport {
-    match input_schema.filter(|s| !s.is_null()) {
+    match input_schema {
         Some(root) => judge_schema(limits, name, root, description, detailed),
         None => judge(limits, name, None, description, detailed),
     }
