@@ -217,6 +217,9 @@ fn leaf() -> impl Strategy<Value = Text> {
         1 => prop::sample::select(NUMBERS).prop_map(Text::Raw),
         // Not JSON: serde_json refuses them, so must the plain reader.
         1 => prop::sample::select(&["01", "00", "1.", "-", "1e", "+1", ".5", "tru", "nul", "1x", "\"a\u{1}b\"", "\"\t\"", "\"\n\"", "\"\u{7f}\""][..]).prop_map(Text::Raw),
+        // Control characters at each end of their range, some past the
+        // first eight bytes of a string (the word-at-a-time scan).
+        1 => prop::sample::select(&["\"\u{10}\"", "\"\u{1f}\"", "\"\u{20}\u{ff}\"", "\"abcdefghijklmno\u{1f}p\"", "\"abcdefghijklmno\u{10}\"", "\"abcdefghijklmno\\\"p\"", "\"abcdefgh\u{e9}ijklmnop\u{1}\""][..]).prop_map(Text::Raw),
         3 => (
             prop_oneof![
                 4 => prop::sample::select(WORDS).prop_map(str::to_owned),
