@@ -17,7 +17,8 @@
 //!   system packages): `cargo fmt --check`, clippy with `-D warnings` on
 //!   every target (and on mcp-admission's `regex` feature), then the test
 //!   suite (and mcp-admission's `regex` tests). First, `cargo tree` checks
-//!   that serde_json's `raw_value` feature is off in the `lionrt` build and
+//!   that serde_json's `raw_value`, `arbitrary_precision` and `preserve_order`
+//!   features are off in the `lionrt` build and
 //!   in the whole workspace's (dev-dependencies included).
 #![forbid(unsafe_code)]
 
