@@ -15,7 +15,8 @@ fn fixture(name: &str) -> String {
         .into_owned()
 }
 
-fn write_config(dir: &Path, servers: Value) -> String {
+/// Writes an `.mcp.json` with these `mcpServers` into `dir`; its path.
+pub(crate) fn write_config(dir: &Path, servers: Value) -> String {
     let path = dir.join("mcp.json");
     std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).expect("write config");
     path.to_string_lossy().into_owned()

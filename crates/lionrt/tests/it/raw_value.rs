@@ -15,11 +15,13 @@
 use std::io::BufRead as _;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 use mcp_test_servers::{HOSTILE, locate};
 use serde_json::{Value, json};
 
 use crate::lionrt;
+use crate::mcp::write_config;
 
 const TOKEN: &str = "$serde_json::private::RawValue";
 
@@ -50,28 +52,50 @@ struct Hostile {
 
 impl Hostile {
     fn start(mode: &str, sse: bool) -> Self {
-        let binary = locate(HOSTILE).unwrap_or_else(|e| panic!("fixture {HOSTILE}: {e}"));
-        let mut command = Command::new(binary);
+        let mut command = hostile();
         command.args([mode, "--http"]);
         if sse {
             command.arg("--sse");
         }
+        Self::spawn(&mut command, "http://127.0.0.1:")
+    }
+
+    /// Spawns the server and reads the first line it prints, its URL,
+    /// written once the socket listens (end of file, if the server died,
+    /// fails the assertion). Generous: a loaded machine may take a while
+    /// to get to the listener, but a server that never prints fails the
+    /// test instead of hanging it.
+    fn spawn(command: &mut Command, scheme_and_host: &str) -> Self {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn the hostile http server");
-        let mut line = String::new();
-        // The first line is the URL, written once the socket listens (end
-        // of file, if the server died, fails the assertion below).
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read the url");
+            .expect("spawn the hostile server");
+        let stdout = child.stdout.take().expect("stdout");
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let read = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = sent.send(read.map(|_| line));
+        });
+        let line = match received.recv_timeout(Duration::from_secs(60)) {
+            Ok(read) => read.expect("read the url"),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the server printed no url in time: {e}");
+            }
+        };
         let url = line.trim().to_owned();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+        assert!(url.starts_with(scheme_and_host), "{url:?}");
         Self { child, url }
     }
+}
+
+/// The hostile fixture server's command, arguments still to add.
+fn hostile() -> Command {
+    Command::new(locate(HOSTILE).unwrap_or_else(|e| panic!("fixture {HOSTILE}: {e}")))
 }
 
 impl Drop for Hostile {
@@ -79,12 +103,6 @@ impl Drop for Hostile {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn write_config(dir: &Path, servers: Value) -> String {
-    let path = dir.join("mcp.json");
-    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).expect("write config");
-    path.to_string_lossy().into_owned()
 }
 
 fn text(out: &Output) -> String {
@@ -228,22 +246,9 @@ fn a_raw_value_keyed_schema_in_an_sse_response_is_refused() {
 /// of its own, whose certificate it writes to `DIR/ca.pem`.
 fn start_tls(mode: &str, dir: &Path) -> Hostile {
     std::fs::create_dir_all(dir).expect("mkdir");
-    let binary = locate(HOSTILE).unwrap_or_else(|e| panic!("fixture {HOSTILE}: {e}"));
-    let mut child = Command::new(binary)
-        .args([mode, "--http", "--tls-self-signed"])
-        .arg(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the hostile https server");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read the url");
-    let url = line.trim().to_owned();
-    assert!(url.starts_with("https://127.0.0.1:"), "{url:?}");
-    Hostile { child, url }
+    let mut command = hostile();
+    command.args([mode, "--http", "--tls-self-signed"]).arg(dir);
+    Hostile::spawn(&mut command, "https://127.0.0.1:")
 }
 
 /// The (server, tool, reason, action) of each `mcp.forward_refused` row.
