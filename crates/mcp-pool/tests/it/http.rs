@@ -51,18 +51,7 @@ pub(crate) async fn http_server_with(mode: &str, extra: &[&str]) -> HttpServer {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn the http fixture server");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    // Generous: the first line comes once the socket listens, which a
-    // loaded machine may take a while to get to.
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        BufReader::new(stdout).read_line(&mut line),
-    )
-    .await
-    .expect("the server printed its url in time")
-    .expect("read the url");
-    let url = line.trim().to_owned();
+    let url = read_url(&mut child).await;
     assert!(
         url.starts_with("http://127.0.0.1:") || url.starts_with("https://127.0.0.1:"),
         "the fixture did not print its url: {url:?}"
@@ -70,9 +59,25 @@ pub(crate) async fn http_server_with(mode: &str, extra: &[&str]) -> HttpServer {
     HttpServer { child, url, tag }
 }
 
+/// The first line a fixture server prints on stdout, its URL, trimmed.
+/// Generous: the line comes once the socket listens, which a loaded
+/// machine may take a while to get to.
+pub(crate) async fn read_url(child: &mut Child) -> String {
+    let stdout = child.stdout.take().expect("stdout");
+    let mut line = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        BufReader::new(stdout).read_line(&mut line),
+    )
+    .await
+    .expect("the server printed its url in time")
+    .expect("read the url");
+    line.trim().to_owned()
+}
+
 /// A pool reaching URLs, plain http to loopback included, with generous
 /// limits (these tests check outcomes, not speed).
-fn http_config() -> PoolConfig {
+pub(crate) fn http_config() -> PoolConfig {
     let mut security = SecurityConfig::trusted();
     security.allow_loopback_http = true;
     let mut config = PoolConfig::with_security(security);

@@ -10,14 +10,13 @@
 
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::Duration;
 
-use mcp_pool::{DenialReason, Error, McpPool, PoolConfig, SecurityConfig, TOOL_DENIED_KIND};
+use mcp_pool::{DenialReason, Error, McpPool, TOOL_DENIED_KIND};
 use mcp_test_servers::HOSTILE;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+use crate::http::{http_config, read_url};
 use crate::{fixture, settle, tag};
 
 /// `mcp-hostile-server MODE --http [--sse]` on loopback: the child (killed
@@ -35,17 +34,7 @@ async fn hostile_http(mode: &str, sse: bool, tag: &str) -> (Child, String) {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn the hostile http server");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    // Generous: a loaded machine may take a while to get to the listener.
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        BufReader::new(stdout).read_line(&mut line),
-    )
-    .await
-    .expect("the server printed its url in time")
-    .expect("read the url");
-    let url = line.trim().to_owned();
+    let url = read_url(&mut child).await;
     assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
     (child, url)
 }
@@ -75,11 +64,7 @@ async fn exec_is_refused_over_http(sse: bool) {
     let (mut quirk, quirk_url) = hostile_http("raw-value-quirk", sse, &tag).await;
     let (mut escaped, escaped_url) = hostile_http("raw-value-quirk-escaped", sse, &tag).await;
     let (mut lookalike, lookalike_url) = hostile_http("raw-value-lookalike", sse, &tag).await;
-    let mut security = SecurityConfig::trusted();
-    security.allow_loopback_http = true;
-    let mut config = PoolConfig::with_security(security);
-    config.init_timeout = Duration::from_secs(60);
-    config.request_timeout = Duration::from_secs(60);
+    let mut config = http_config();
     config.denial_sink = Some(Arc::new(engine.clone()));
     let pool = McpPool::new(config);
     pool.add_server("quirk", json!({"url": quirk_url}));
