@@ -64,6 +64,6 @@ pub use locate::{BENIGN, DIR_VAR, HOSTILE, KHIVE, locate};
 pub use procs::live_with_tag;
 #[cfg(feature = "servers")]
 pub use tools::{
-    EXECUTOR_TOOLS, TlsFiles, benign_tools, executor_tools, many_tools, schema, serve_http,
-    serve_stdio, spawn_sleeper, tls_acceptor,
+    EXECUTOR_TOOLS, TlsFiles, benign_tools, executor_tools, listen_loopback, many_tools, schema,
+    serve_http, serve_stdio, spawn_sleeper, stdin_closed, tls_acceptor,
 };

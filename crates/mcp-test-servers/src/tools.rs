@@ -172,28 +172,14 @@ where
 {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     let acceptor = tls.map(tls_acceptor).transpose()?;
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .map_err(|e| format!("bind: {e}"))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| format!("local_addr: {e}"))?
-        .port();
     let service = StreamableHttpService::new(
         move || Ok(factory()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let scheme = if acceptor.is_some() { "https" } else { "http" };
-    let mut stdout = tokio::io::stdout();
-    stdout
-        .write_all(format!("{scheme}://127.0.0.1:{port}/mcp\n").as_bytes())
-        .await
-        .map_err(|e| format!("stdout: {e}"))?;
-    stdout.flush().await.map_err(|e| format!("stdout: {e}"))?;
+    let listener = listen_loopback(acceptor.is_some()).await?;
     let accept = async {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -220,16 +206,46 @@ where
             });
         }
     };
-    let stdin_closed = async {
-        let mut stdin = tokio::io::stdin();
-        let mut buf = [0_u8; 256];
-        while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
-    };
     tokio::select! {
         () = accept => {}
-        () = stdin_closed => {}
+        () = stdin_closed() => {}
     }
     Ok(())
+}
+
+/// Binds `127.0.0.1` at an ephemeral port and prints the endpoint's URL,
+/// `http://127.0.0.1:PORT/mcp` (`https://` with `tls`), as the first line
+/// on stdout: a test reads it to know the socket listens.
+///
+/// # Errors
+///
+/// A message when the socket cannot be bound or stdout written.
+pub async fn listen_loopback(tls: bool) -> Result<tokio::net::TcpListener, String> {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| format!("bind: {e}"))?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| format!("local_addr: {e}"))?
+        .port();
+    let scheme = if tls { "https" } else { "http" };
+    let mut stdout = tokio::io::stdout();
+    stdout
+        .write_all(format!("{scheme}://127.0.0.1:{port}/mcp\n").as_bytes())
+        .await
+        .map_err(|e| format!("stdout: {e}"))?;
+    stdout.flush().await.map_err(|e| format!("stdout: {e}"))?;
+    Ok(listener)
+}
+
+/// Returns once stdin reaches end of file (the parent went away or closed
+/// it) or cannot be read.
+pub async fn stdin_closed() {
+    use tokio::io::AsyncReadExt;
+    let mut stdin = tokio::io::stdin();
+    let mut buf = [0_u8; 256];
+    while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
 }
 
 /// Starts a long sleeper in this process's group (the same binary in mode

@@ -12,7 +12,10 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::json;
 
-use mcp_test_servers::{TlsFiles, benign_tools, schema, serve_stdio, spawn_sleeper, tls_acceptor};
+use mcp_test_servers::{
+    TlsFiles, benign_tools, listen_loopback, schema, serve_stdio, spawn_sleeper, stdin_closed,
+    tls_acceptor,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -304,25 +307,11 @@ async fn serve_raw_http(
     sse: bool,
     tls_dir: Option<std::path::PathBuf>,
 ) -> Result<(), String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let acceptor = match &tls_dir {
         Some(dir) => Some(tls_acceptor(&self_signed(dir)?)?),
         None => None,
     };
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .map_err(|e| format!("bind: {e}"))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| format!("local_addr: {e}"))?
-        .port();
-    let scheme = if acceptor.is_some() { "https" } else { "http" };
-    let mut stdout = tokio::io::stdout();
-    stdout
-        .write_all(format!("{scheme}://127.0.0.1:{port}/mcp\n").as_bytes())
-        .await
-        .map_err(|e| format!("stdout: {e}"))?;
-    stdout.flush().await.map_err(|e| format!("stdout: {e}"))?;
+    let listener = listen_loopback(acceptor.is_some()).await?;
     let accept = async {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
@@ -342,14 +331,9 @@ async fn serve_raw_http(
             });
         }
     };
-    let stdin_closed = async {
-        let mut stdin = tokio::io::stdin();
-        let mut buf = [0_u8; 256];
-        while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
-    };
     tokio::select! {
         () = accept => {}
-        () = stdin_closed => {}
+        () = stdin_closed() => {}
     }
     Ok(())
 }
