@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 
 use lifecycle_core::{Actor, ActorType, InitialCommand, Reason};
+use rusqlite::{Connection, params};
 use serde_json::Value;
-use state_sqlite::{Engine, EngineConfig, Store};
+use state_sqlite::{Engine, EngineConfig, MIGRATIONS, Store};
 use tempfile::TempDir;
 
 pub(crate) struct Db {
@@ -62,4 +63,26 @@ pub(crate) fn count(store: &Store, sql: &str) -> i64 {
         .expect("conn")
         .query_row(sql, [], |r| r.get(0))
         .expect("count")
+}
+
+/// What an older build left on `conn`: the migrations table and every
+/// migration before `version`, applied and recorded.
+pub(crate) fn migrate_before(conn: &Connection, version: u32) {
+    conn.execute_batch(
+        "CREATE TABLE schema_migrations (
+            version INTEGER PRIMARY KEY NOT NULL,
+            name TEXT NOT NULL,
+            checksum TEXT NOT NULL,
+            applied_at INTEGER NOT NULL
+        )",
+    )
+    .expect("migrations table");
+    for m in MIGRATIONS.iter().filter(|m| m.version < version) {
+        conn.execute_batch(m.sql).expect("an older migration");
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, 0)",
+            params![m.version, m.name, m.checksum()],
+        )
+        .expect("record it");
+    }
 }

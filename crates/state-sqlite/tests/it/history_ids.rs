@@ -17,9 +17,9 @@ use proptest::prelude::*;
 use rusqlite::types::Value;
 use rusqlite::{Connection, params};
 use state_sqlite::deliveries::{TERMINAL_INDEX, undelivered, undelivered_plan};
-use state_sqlite::{Engine, EngineConfig, MIGRATIONS, Store, migrate, schema_version};
+use state_sqlite::{Engine, EngineConfig, Store, migrate, schema_version};
 
-use crate::common::{actor, create, db};
+use crate::common::{actor, create, db, migrate_before};
 
 const ROLE: &str = "STATE_SQLITE_TEST_ROLE";
 const DB: &str = "STATE_SQLITE_TEST_DB";
@@ -27,25 +27,9 @@ const DB: &str = "STATE_SQLITE_TEST_DB";
 /// What an older build left: every migration before 0009, recorded.
 fn file_at_0008(path: &Path) -> Connection {
     let conn = Connection::open(path).expect("open");
-    conn.execute_batch(
-        "PRAGMA journal_mode = WAL;
-         PRAGMA foreign_keys = ON;
-         CREATE TABLE schema_migrations (
-            version INTEGER PRIMARY KEY NOT NULL,
-            name TEXT NOT NULL,
-            checksum TEXT NOT NULL,
-            applied_at INTEGER NOT NULL
-        )",
-    )
-    .expect("migrations table");
-    for m in MIGRATIONS.iter().filter(|m| m.version < 9) {
-        conn.execute_batch(m.sql).expect("an older migration");
-        conn.execute(
-            "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, 0)",
-            params![m.version, m.name, m.checksum()],
-        )
-        .expect("record it");
-    }
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;")
+        .expect("pragmas");
+    migrate_before(&conn, 9);
     conn
 }
 

@@ -4,8 +4,10 @@
 //! upgrade stores its owner's host.
 
 use lifecycle_core::{Actor, ActorType, OwnerRecord, SessionRecorder, SessionStart};
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 use state_sqlite::{Engine, EngineConfig, MIGRATIONS, Store, schema_version};
+
+use crate::common::migrate_before;
 
 #[test]
 fn a_file_from_before_0008_upgrades_and_its_sessions_have_no_host() {
@@ -15,23 +17,7 @@ fn a_file_from_before_0008_upgrades_and_its_sessions_have_no_host() {
         // What an older build left: every migration before 0008 and a
         // session whose owner has a pid, start time and boot id only.
         let conn = Connection::open(&path).expect("open");
-        conn.execute_batch(
-            "CREATE TABLE schema_migrations (
-                version INTEGER PRIMARY KEY NOT NULL,
-                name TEXT NOT NULL,
-                checksum TEXT NOT NULL,
-                applied_at INTEGER NOT NULL
-            )",
-        )
-        .expect("migrations table");
-        for m in MIGRATIONS.iter().filter(|m| m.version < 8) {
-            conn.execute_batch(m.sql).expect("an older migration");
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES (?1, ?2, ?3, 0)",
-                params![m.version, m.name, m.checksum()],
-            )
-            .expect("record it");
-        }
+        migrate_before(&conn, 8);
         conn.execute(
             "INSERT INTO sessions (id, status, created_at, updated_at, owner_pid, owner_start_time, owner_boot_id)
              VALUES ('old', 'running', 1, 1, 7, 9, 'boot-a')",
