@@ -178,6 +178,34 @@ impl<'a> Scan<'a> {
         None
     }
 
+    /// Consumes `c` when it comes next (after whitespace).
+    #[inline]
+    fn eat(&mut self, c: u8) -> bool {
+        let next = self.ws() == Some(c);
+        if next {
+            self.i += 1;
+        }
+        next
+    }
+
+    /// After an element of a container closed by `close`: consumes a `,`
+    /// (`false`, another element follows) or `close` (`true`, the
+    /// container ended); anything else is the error `what`.
+    #[inline]
+    fn comma_or(&mut self, close: u8, what: &'static str) -> Result<bool, LineError> {
+        match self.ws() {
+            Some(b',') => {
+                self.i += 1;
+                Ok(false)
+            }
+            Some(c) if c == close => {
+                self.i += 1;
+                Ok(true)
+            }
+            _ => self.err(what),
+        }
+    }
+
     /// Nothing but whitespace is left.
     fn end(&mut self) -> Result<(), LineError> {
         match self.ws() {
@@ -273,23 +301,16 @@ impl<'a> Scan<'a> {
         &mut self,
         mut f: impl FnMut(&mut Self) -> Result<(), LineError>,
     ) -> Result<(), LineError> {
-        if self.ws() != Some(b'[') {
+        if !self.eat(b'[') {
             return self.err("expected an array");
         }
-        self.i += 1;
-        if self.ws() == Some(b']') {
-            self.i += 1;
+        if self.eat(b']') {
             return Ok(());
         }
         loop {
             f(self)?;
-            match self.ws() {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(());
-                }
-                _ => return self.err("expected `,` or `]`"),
+            if self.comma_or(b']', "expected `,` or `]`")? {
+                return Ok(());
             }
         }
     }
@@ -305,21 +326,18 @@ impl<'a> Scan<'a> {
         match self.ws() {
             Some(b'{') => {
                 self.i += 1;
-                if self.ws() == Some(b'}') {
-                    self.i += 1;
+                if self.eat(b'}') {
                     return Ok(());
                 }
                 let mut seen = 0u32;
                 loop {
-                    if self.ws() != Some(b'"') {
+                    if !self.eat(b'"') {
                         return self.err("expected a key");
                     }
-                    self.i += 1;
                     let key = self.string_body()?;
-                    if self.ws() != Some(b':') {
+                    if !self.eat(b':') {
                         return self.err("expected `:`");
                     }
-                    self.i += 1;
                     match names.iter().position(|n| *n == key) {
                         Some(k) => {
                             let bit = 1u32.checked_shl(k as u32).unwrap_or(0);
@@ -331,42 +349,28 @@ impl<'a> Scan<'a> {
                         }
                         None => self.skip()?,
                     }
-                    match self.ws() {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(());
-                        }
-                        _ => return self.err("expected `,` or `}`"),
+                    if self.comma_or(b'}', "expected `,` or `}`")? {
+                        return Ok(());
                     }
                 }
             }
             Some(b'[') => {
                 self.i += 1;
                 for k in 0..names.len() {
-                    if k == 0 {
-                        if self.ws() == Some(b']') {
-                            self.i += 1;
-                            return Ok(());
-                        }
+                    let ended = if k == 0 {
+                        self.eat(b']')
                     } else {
-                        match self.ws() {
-                            Some(b',') => self.i += 1,
-                            Some(b']') => {
-                                self.i += 1;
-                                return Ok(());
-                            }
-                            _ => return self.err("expected `,` or `]`"),
-                        }
+                        self.comma_or(b']', "expected `,` or `]`")?
+                    };
+                    if ended {
+                        return Ok(());
                     }
                     f(self, k)?;
                 }
-                match self.ws() {
-                    Some(b']') => {
-                        self.i += 1;
-                        Ok(())
-                    }
-                    _ => self.err("more elements than fields"),
+                if self.eat(b']') {
+                    Ok(())
+                } else {
+                    self.err("more elements than fields")
                 }
             }
             _ => self.err("expected an object"),
@@ -568,15 +572,13 @@ impl<'a> Scan<'a> {
 
     /// A key of a skipped object, up to and including its colon.
     fn skip_key(&mut self) -> Result<(), LineError> {
-        if self.ws() != Some(b'"') {
+        if !self.eat(b'"') {
             return self.err("expected a key");
         }
-        self.i += 1;
         self.skip_str()?;
-        if self.ws() != Some(b':') {
+        if !self.eat(b':') {
             return self.err("expected `:`");
         }
-        self.i += 1;
         Ok(())
     }
 
@@ -595,9 +597,7 @@ impl<'a> Scan<'a> {
                 }
                 Some(b'{') => {
                     self.i += 1;
-                    if self.ws() == Some(b'}') {
-                        self.i += 1;
-                    } else {
+                    if !self.eat(b'}') {
                         open.push(true);
                         self.skip_key()?;
                         continue;
@@ -605,9 +605,7 @@ impl<'a> Scan<'a> {
                 }
                 Some(b'[') => {
                     self.i += 1;
-                    if self.ws() == Some(b']') {
-                        self.i += 1;
-                    } else {
+                    if !self.eat(b']') {
                         open.push(false);
                         continue;
                     }
@@ -623,20 +621,18 @@ impl<'a> Scan<'a> {
                 let Some(object) = open.top() else {
                     return Ok(());
                 };
-                match (self.ws(), object) {
-                    (Some(b','), _) => {
-                        self.i += 1;
-                        if object {
-                            self.skip_key()?;
-                        }
-                        break;
+                let ended = if object {
+                    self.comma_or(b'}', "expected `,` or `}`")?
+                } else {
+                    self.comma_or(b']', "expected `,` or `]`")?
+                };
+                if ended {
+                    open.pop();
+                } else {
+                    if object {
+                        self.skip_key()?;
                     }
-                    (Some(b'}'), true) | (Some(b']'), false) => {
-                        self.i += 1;
-                        open.pop();
-                    }
-                    (_, true) => return self.err("expected `,` or `}`"),
-                    (_, false) => return self.err("expected `,` or `]`"),
+                    break;
                 }
             }
         }
