@@ -22,36 +22,17 @@ use anyhow::{Context, Result, bail};
 
 use crate::say;
 
-/// What `cargo tree` is asked: which crates enable which serde_json
-/// features in lionrt's build (its dev-dependencies included), then in the
-/// whole workspace's, for every target platform.
-const TREES: [(&str, &[&str]); 2] = [
-    (
-        "the lionrt build",
-        &[
-            "tree",
-            "-p",
-            "lionrt",
-            "-e",
-            "features",
-            "-i",
-            "serde_json",
-            "--target",
-            "all",
-        ],
-    ),
+/// What `cargo tree`, after a build's scope, is asked: which crates
+/// enable which serde_json features, for every target platform.
+const TREE_ARGS: [&str; 6] = ["-e", "features", "-i", "serde_json", "--target", "all"];
+
+/// The builds checked: lionrt's (its dev-dependencies included), then the
+/// whole workspace's; each with the scope that selects it.
+const BUILDS: [(&str, &[&str]); 2] = [
+    ("the lionrt build", &["-p", "lionrt"]),
     (
         "the workspace build (`cargo test --workspace`, dev-dependencies included)",
-        &[
-            "tree",
-            "--workspace",
-            "-e",
-            "features",
-            "-i",
-            "serde_json",
-            "--target",
-            "all",
-        ],
+        &["--workspace"],
     ),
 ];
 
@@ -103,10 +84,16 @@ pub(crate) fn enablers(tree: &str, feature: &str) -> Option<Vec<String>> {
 /// Fails, naming the enabling crates, when a [`FORBIDDEN`] feature is among
 /// serde_json's features in lionrt's build or the workspace's.
 pub(crate) fn check() -> Result<()> {
-    for (build, args) in TREES {
-        say(&format!("==> cargo {}", args.join(" ")));
+    for (build, scope) in BUILDS {
+        say(&format!(
+            "==> cargo tree {} {}",
+            scope.join(" "),
+            TREE_ARGS.join(" ")
+        ));
         let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(args)
+            .arg("tree")
+            .args(scope)
+            .args(TREE_ARGS)
             .output()
             .context("running cargo tree")?;
         if !out.status.success() {
