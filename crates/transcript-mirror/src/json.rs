@@ -812,14 +812,7 @@ mod tests {
             render(&doc, &styles, &mut n, &mut line);
             line.push_str(WS[styles[styles.len() - 1] as usize % WS.len()]);
             let full: serde_json::Value = serde_json::from_str(&line).expect("the generated text is JSON");
-            let span = parse_all(line.as_bytes(), |s| {
-                let mut got = None;
-                s.record(&["target"], |s, _| {
-                    got = Some(s.raw()?);
-                    Ok(())
-                })?;
-                Ok(got)
-            });
+            let span = target_span(&line);
             let span = span.map_err(|e| TestCaseError::fail(format!("{e}: {line}")))?;
             let span = span.ok_or_else(|| TestCaseError::fail(format!("no span: {line}")))?;
             let reread: serde_json::Value = serde_json::from_str(span).expect("a span is JSON");
@@ -830,15 +823,7 @@ mod tests {
             // The same value as the only element of a positional record.
             if as_array {
                 let arr = format!("[{span}]");
-                let again = parse_all(arr.as_bytes(), |s| {
-                    let mut got = None;
-                    s.record(&["target"], |s, _| {
-                        got = Some(s.raw()?);
-                        Ok(())
-                    })?;
-                    Ok(got)
-                });
-                prop_assert_eq!(again.ok().flatten(), Some(span));
+                prop_assert_eq!(target_span(&arr).ok().flatten(), Some(span));
             }
         }
 
@@ -968,6 +953,18 @@ mod tests {
 
     fn span(text: &str) -> Option<&str> {
         whole_value(text)
+    }
+
+    /// The kept span of the field `target` of the record `text`.
+    fn target_span(text: &str) -> Result<Option<&str>, LineError> {
+        parse_all(text.as_bytes(), |s| {
+            let mut got = None;
+            s.record(&["target"], |s, _| {
+                got = Some(s.raw()?);
+                Ok(())
+            })?;
+            Ok(got)
+        })
     }
 
     #[test]
