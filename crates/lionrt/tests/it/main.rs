@@ -24,7 +24,8 @@ mod schedule;
 mod state;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
+use std::time::Duration;
 
 pub(crate) fn lionrt(db: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lionrt"))
@@ -34,6 +35,30 @@ pub(crate) fn lionrt(db: &Path, args: &[&str]) -> Output {
         .env_remove("LIONRT_DB")
         .output()
         .expect("run lionrt")
+}
+
+/// The first line a fixture server prints on stdout, its URL, trimmed:
+/// written once its socket listens (empty if the server died first).
+/// Generous: a loaded machine may take a while to get to the listener, but
+/// a server that never prints is killed and fails the test instead of
+/// hanging it.
+pub(crate) fn read_url(child: &mut Child) -> String {
+    use std::io::BufRead as _;
+    let stdout = child.stdout.take().expect("stdout");
+    let (sent, received) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = sent.send(read.map(|_| line));
+    });
+    match received.recv_timeout(Duration::from_secs(60)) {
+        Ok(read) => read.expect("read the url").trim().to_owned(),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the server printed no url in time: {e}");
+        }
+    }
 }
 
 /// The JSON on stdout; for `run --json`, which streams NDJSON events

@@ -262,7 +262,6 @@ struct HttpFixture {
 
 impl HttpFixture {
     fn start(mode: &str) -> Self {
-        use std::io::BufRead;
         let mut child = std::process::Command::new(fixture(BENIGN))
             .args([mode, "--http"])
             .stdin(std::process::Stdio::piped())
@@ -270,13 +269,7 @@ impl HttpFixture {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("spawn the http fixture server");
-        let mut line = String::new();
-        // The first line is the URL, written once the socket listens (end
-        // of file, if the server died, fails the assertion below).
-        std::io::BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("read the url");
-        let url = line.trim().to_owned();
+        let url = crate::read_url(&mut child);
         assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
         Self { child, url }
     }

@@ -12,16 +12,14 @@
 //! tests run the binary itself against a server that sends such a schema
 //! over HTTP.
 
-use std::io::BufRead as _;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
 use mcp_test_servers::{HOSTILE, locate};
 use serde_json::{Value, json};
 
-use crate::lionrt;
 use crate::mcp::write_config;
+use crate::{lionrt, read_url};
 
 const TOKEN: &str = "$serde_json::private::RawValue";
 
@@ -60,11 +58,7 @@ impl Hostile {
         Self::spawn(&mut command, "http://127.0.0.1:")
     }
 
-    /// Spawns the server and reads the first line it prints, its URL,
-    /// written once the socket listens (end of file, if the server died,
-    /// fails the assertion). Generous: a loaded machine may take a while
-    /// to get to the listener, but a server that never prints fails the
-    /// test instead of hanging it.
+    /// Spawns the server and reads the URL it prints once it listens.
     fn spawn(command: &mut Command, scheme_and_host: &str) -> Self {
         let mut child = command
             .stdin(Stdio::piped())
@@ -72,22 +66,7 @@ impl Hostile {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn the hostile server");
-        let stdout = child.stdout.take().expect("stdout");
-        let (sent, received) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let read = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = sent.send(read.map(|_| line));
-        });
-        let line = match received.recv_timeout(Duration::from_secs(60)) {
-            Ok(read) => read.expect("read the url"),
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("the server printed no url in time: {e}");
-            }
-        };
-        let url = line.trim().to_owned();
+        let url = read_url(&mut child);
         assert!(url.starts_with(scheme_and_host), "{url:?}");
         Self { child, url }
     }
