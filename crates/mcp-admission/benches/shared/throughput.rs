@@ -64,6 +64,17 @@ fn cases() -> Vec<Case> {
         .collect()
 }
 
+/// One in-process verdict per case, through the public gate.
+fn judge_all(cases: &[Case]) {
+    for case in cases {
+        let _ = black_box(validate_tool_admission(
+            black_box(&case.name),
+            Some(black_box(&case.schema)),
+            case.description.as_deref(),
+        ));
+    }
+}
+
 /// The cases as JSON Lines tool records, `copies` times over (ids `0..copies`).
 fn corpus(cases: &[Case], copies: usize) -> String {
     let mut jsonl = String::new();
@@ -103,13 +114,7 @@ pub(crate) fn batch(c: &mut Criterion) {
     group.bench_function("in_process", |b| {
         b.iter(|| {
             for _ in 0..copies {
-                for case in &cases {
-                    let _ = black_box(validate_tool_admission(
-                        black_box(&case.name),
-                        Some(black_box(&case.schema)),
-                        case.description.as_deref(),
-                    ));
-                }
+                judge_all(&cases);
             }
         });
     });
@@ -122,13 +127,7 @@ pub(crate) fn public_cases(c: &mut Criterion) {
     group.throughput(Throughput::Elements(cases.len() as u64));
     group.bench_function("verdicts", |b| {
         b.iter(|| {
-            for case in &cases {
-                let _ = black_box(validate_tool_admission(
-                    black_box(&case.name),
-                    Some(black_box(&case.schema)),
-                    case.description.as_deref(),
-                ));
-            }
+            judge_all(&cases);
         });
     });
     group.bench_function("parse", |b| {
@@ -145,13 +144,7 @@ pub(crate) fn public_cases(c: &mut Criterion) {
             let pair = interleaved(
                 iters,
                 || {
-                    for case in &cases {
-                        let _ = black_box(validate_tool_admission(
-                            black_box(&case.name),
-                            Some(black_box(&case.schema)),
-                            case.description.as_deref(),
-                        ));
-                    }
+                    judge_all(&cases);
                 },
                 || {
                     for case in &cases {
@@ -389,13 +382,7 @@ pub(crate) fn cli(c: &mut Criterion) {
     }
     let in_process = || {
         for _ in 0..copies {
-            for case in &cases {
-                let _ = black_box(validate_tool_admission(
-                    black_box(&case.name),
-                    Some(black_box(&case.schema)),
-                    case.description.as_deref(),
-                ));
-            }
+            judge_all(&cases);
         }
     };
     group.bench_function("in_process_verdicts", |b| b.iter(in_process));
