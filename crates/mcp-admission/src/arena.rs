@@ -29,7 +29,7 @@ use serde_json::{Map, Number, Value};
 use crate::node::{Arr, Node, Obj, View};
 
 mod plain;
-pub(crate) use plain::Plain;
+pub(crate) use plain::{Plain, first_special};
 
 /// A string: borrowed from the text, or unescaped into the arena's
 /// `strings` (at `start..end`).

@@ -52,7 +52,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::Value;
 
 use crate::admission::judge_node;
-use crate::arena::{Arena, Plain};
+use crate::arena::{Arena, ArenaNode, Plain, first_special};
 use crate::node::{Node, View};
 use crate::reason::{AdmissionDenied, Reason};
 use crate::report::Limits;
@@ -543,7 +543,6 @@ fn parse_plain<'de>(text: &'de str, arena: &mut Arena<'de>) -> Option<Record<'de
     p.ws();
     if !p.eat(b'}') {
         loop {
-            p.ws();
             let key = p.string()?;
             p.ws();
             if !p.eat(b':') {
@@ -565,6 +564,7 @@ fn parse_plain<'de>(text: &'de str, arena: &mut Arena<'de>) -> Option<Record<'de
             }
             p.ws();
             if p.eat(b',') {
+                p.ws();
                 continue;
             }
             if p.eat(b'}') {
@@ -902,13 +902,27 @@ fn judge_bytes(
     explained: bool,
     scratch: &mut Scratch,
 ) -> ToolResult {
-    let line = Some(record_line);
     if let Some(why) = broken {
-        return ToolResult::error(None, line, index, why.to_owned());
+        return ToolResult::error(None, Some(record_line), index, why.to_owned());
     }
     let mut arena: Arena<'_> = scratch.take().map_or_else(Arena::new, Arena::recycle);
-    let result = match parse_record(bytes, &mut arena) {
-        Ok(Record::Tool(envelope)) => judge_envelope(&envelope, &arena, line, index, explained),
+    let parsed = parse_record(bytes, &mut arena);
+    let result = judge_parsed(parsed, &arena, record_line, index, explained);
+    *scratch = Some(arena.recycle());
+    result
+}
+
+/// The verdict on a record [`parse_record`] read (or could not read).
+fn judge_parsed(
+    parsed: Result<Record<'_>, serde_json::Error>,
+    arena: &Arena<'_>,
+    record_line: usize,
+    index: usize,
+    explained: bool,
+) -> ToolResult {
+    let line = Some(record_line);
+    match parsed {
+        Ok(Record::Tool(envelope)) => judge_envelope(&envelope, arena, line, index, explained),
         Ok(Record::NotObject) => {
             ToolResult::error(None, line, index, "a tool must be a json object".to_owned())
         }
@@ -921,9 +935,60 @@ fn judge_bytes(
                 format!("not json: {}", lowercase_message(&e)),
             )
         }
+    }
+}
+
+/// Judges one record and appends its JSON Lines verdict to `out`, counted
+/// in `tally`: exactly what [`render_jsonl`] writes for [`judge_bytes`]'s
+/// result, without building that result for a record that is judged (the
+/// name and id are written from the arena). `arena` is emptied first.
+fn judge_jsonl_into<'de>(
+    bytes: &'de [u8],
+    span: &Span,
+    arena: &mut Arena<'de>,
+    out: &mut String,
+    tally: &mut Tally,
+) {
+    let result = if let Some(why) = &span.broken {
+        ToolResult::error(None, Some(span.line), span.index, why.clone())
+    } else {
+        arena.reset();
+        let parsed = parse_record(bytes, arena);
+        match &parsed {
+            Ok(Record::Tool(e)) if matches!(e.name, Some(Text::Str(_))) => {
+                let name = e.name.as_ref().and_then(Text::as_str).unwrap_or_default();
+                let description = e.description.as_ref().and_then(Text::as_str);
+                let schema = e.schema().map(|i| arena.node(i));
+                let reason = judge_node(Limits::default(), name, schema, description, false).reason;
+                tally.count(None, reason);
+                out.push_str("{\"id\":");
+                match e.id.map(|i| arena.node(i)) {
+                    None => out.push_str("null"),
+                    Some(id) => match id.view() {
+                        View::Number(n) if n.is_u64() => {
+                            push_u64(out, n.as_u64().unwrap_or_default());
+                        }
+                        _ => push_id(out, Some(&echoed_id(id))),
+                    },
+                }
+                push_name_and_verdict(out, name, reason);
+                return;
+            }
+            _ => judge_parsed(parsed, arena, span.line, span.index, false),
+        }
     };
-    *scratch = Some(arena.recycle());
-    result
+    tally.add(&result);
+    render_jsonl(&result, out);
+}
+
+/// A record's id as echoed: one nested absurdly deep is replaced, not recursed.
+fn echoed_id(id: ArenaNode<'_, '_>) -> Value {
+    let nested = matches!(id.view(), View::Array(_) | View::Object(_));
+    if nested && id.nests_deeper_than(DEEP) {
+        Value::from("(id nested too deep)")
+    } else {
+        id.to_value()
+    }
 }
 
 fn judge_envelope(
@@ -933,16 +998,7 @@ fn judge_envelope(
     index: usize,
     explained: bool,
 ) -> ToolResult {
-    // An id is echoed; one nested absurdly deep is replaced, not recursed.
-    let id = e.id.map(|id| {
-        let id = arena.node(id);
-        let nested = matches!(id.view(), View::Array(_) | View::Object(_));
-        if nested && id.nests_deeper_than(DEEP) {
-            Value::from("(id nested too deep)")
-        } else {
-            id.to_value()
-        }
-    });
+    let id = e.id.map(|id| echoed_id(arena.node(id)));
     let name = match &e.name {
         Some(Text::Str(name)) => name.as_ref(),
         Some(Text::NotString) => {
@@ -991,6 +1047,39 @@ pub(crate) fn judge_both_ways(text: &str, explained: bool) -> (ToolResult, Optio
     let mut arena = Arena::new();
     let fast = parse_plain(text, &mut arena).map(|record| judge(Ok(record), &arena));
     (slow, fast)
+}
+
+/// A record's JSON Lines verdict written the quick way
+/// ([`judge_jsonl_into`]) and by rendering [`judge_bytes`]'s result, with
+/// the counts of each: the differential check of the quick way.
+#[cfg(test)]
+pub(crate) fn jsonl_both_ways(
+    bytes: &[u8],
+    broken: Option<&str>,
+) -> ((String, Tally), (String, Tally)) {
+    let span = Span {
+        end: bytes.len(),
+        line: 3,
+        index: 7,
+        broken: broken.map(str::to_owned),
+    };
+    let mut quick = (String::new(), Tally::default());
+    // An arena that already held a record, as in a batch.
+    let mut arena = Arena::new();
+    let warm = br#"{"id": {"k": [1, 2]}, "name": "warm", "inputSchema": {"a": [1]}}"#;
+    judge_jsonl_into(
+        warm,
+        &span,
+        &mut arena,
+        &mut String::new(),
+        &mut Tally::default(),
+    );
+    judge_jsonl_into(bytes, &span, &mut arena, &mut quick.0, &mut quick.1);
+    let result = judge_bytes(bytes, span.line, span.index, broken, false, &mut None);
+    let mut slow = (String::new(), Tally::default());
+    slow.1.add(&result);
+    render_jsonl(&result, &mut slow.0);
+    (quick, slow)
 }
 
 /// Records split from the input and packed into one buffer, to be judged
@@ -1081,12 +1170,10 @@ impl RecordBatch {
     /// order; returns the counts (hand both to [`Checker::add_jsonl`]).
     pub fn judge_jsonl(&self, out: &mut String) -> Tally {
         let mut tally = Tally::default();
-        let mut scratch = None;
-        for (bytes, s) in self.each() {
-            let broken = s.broken.as_deref();
-            let result = judge_bytes(bytes, s.line, s.index, broken, false, &mut scratch);
-            tally.add(&result);
-            render_jsonl(&result, out);
+        // Every record borrows from this batch: one arena serves them all.
+        let mut arena = Arena::new();
+        for (bytes, span) in self.each() {
+            judge_jsonl_into(bytes, span, &mut arena, out, &mut tally);
         }
         tally
     }
@@ -1101,6 +1188,8 @@ pub struct Checker {
     tally: Tally,
     /// The arena buffers reused from record to record.
     scratch: Scratch,
+    /// JSON Lines: the records of the chunk being fed, judged together.
+    pending: RecordBatch,
 }
 
 /// Counts of a batch.
@@ -1116,9 +1205,14 @@ pub struct Tally {
 
 impl Tally {
     fn add(&mut self, r: &ToolResult) {
-        if r.error.is_some() {
+        self.count(r.error.as_deref(), r.reason);
+    }
+
+    /// Counts one record: an error, else a verdict.
+    fn count(&mut self, error: Option<&str>, reason: Option<Reason>) {
+        if error.is_some() {
             self.errors += 1;
-        } else if r.reason.is_some() {
+        } else if reason.is_some() {
             self.denied += 1;
         } else {
             self.admitted += 1;
@@ -1146,17 +1240,28 @@ impl Checker {
             renderer: Renderer::new(format, artifact_uri),
             tally: Tally::default(),
             scratch: None,
+            pending: RecordBatch::new(),
         }
     }
 
     /// Feeds a chunk of input; appends rendered output to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut String) {
+        if self.renderer.format == OutputFormat::Jsonl {
+            // The chunk's records share one arena (see `RecordBatch::judge_jsonl`).
+            let Self {
+                splitter, pending, ..
+            } = self;
+            splitter.feed(chunk, &mut |record| pending.push(record));
+            self.judge_pending(out);
+            return;
+        }
         let Self {
             explained,
             splitter,
             renderer,
             tally,
             scratch,
+            ..
         } = self;
         let explained = *explained;
         splitter.feed(chunk, &mut |record| {
@@ -1193,9 +1298,7 @@ impl Checker {
     /// [`RecordBatch::judge`]'s results with [`Self::render`]; here the
     /// batch is then counted and its lines left out.
     pub fn add_jsonl(&mut self, counts: Tally, rendered: &str, out: &mut String) {
-        self.tally.admitted += counts.admitted;
-        self.tally.denied += counts.denied;
-        self.tally.errors += counts.errors;
+        self.add_counts(counts);
         if self.renderer.format == OutputFormat::Jsonl {
             out.push_str(rendered);
         }
@@ -1222,14 +1325,40 @@ impl Checker {
         self.tally
     }
 
+    /// Judges and renders the records [`Self::feed`] collected (JSON Lines).
+    fn judge_pending(&mut self, out: &mut String) {
+        let counts = self.pending.judge_jsonl(out);
+        self.add_counts(counts);
+        self.pending.clear();
+    }
+
+    fn add_counts(&mut self, counts: Tally) {
+        self.tally.admitted += counts.admitted;
+        self.tally.denied += counts.denied;
+        self.tally.errors += counts.errors;
+    }
+
     /// Ends the input; appends the rest of the output and returns the tally.
     pub fn finish(mut self, out: &mut String) -> Tally {
+        if self.renderer.format == OutputFormat::Jsonl {
+            let Self {
+                splitter, pending, ..
+            } = &mut self;
+            splitter.finish(&mut |record| pending.push(record));
+            self.judge_pending(out);
+            let Self {
+                renderer, tally, ..
+            } = &mut self;
+            renderer.finish(tally, out);
+            return self.tally;
+        }
         let Self {
             explained,
             splitter,
             renderer,
             tally,
             scratch,
+            ..
         } = &mut self;
         let explained = *explained;
         splitter.finish(&mut |record| {
@@ -1426,19 +1555,24 @@ fn render_jsonl(r: &ToolResult, out: &mut String) {
         out.push_str(",\"error\":");
         let at = r.line.map(|l| format!("line {l}: ")).unwrap_or_default();
         push_json_string(out, &format!("{at}{error}"));
+        out.push_str("}\n");
     } else {
-        out.push_str(",\"name\":");
-        push_json_string(out, &r.name);
-        match r.reason {
-            Some(reason) => {
-                out.push_str(",\"verdict\":\"deny\",\"reason\":\"");
-                out.push_str(reason.as_str());
-                out.push('"');
-            }
-            None => out.push_str(",\"verdict\":\"allow\",\"reason\":null"),
-        }
+        push_name_and_verdict(out, &r.name, r.reason);
     }
-    out.push_str("}\n");
+}
+
+/// The rest of a JSON Lines verdict after its id.
+fn push_name_and_verdict(out: &mut String, name: &str, reason: Option<Reason>) {
+    out.push_str(",\"name\":");
+    push_json_string(out, name);
+    match reason {
+        Some(reason) => {
+            out.push_str(",\"verdict\":\"deny\",\"reason\":\"");
+            out.push_str(reason.as_str());
+            out.push_str("\"}\n");
+        }
+        None => out.push_str(",\"verdict\":\"allow\",\"reason\":null}\n"),
+    }
 }
 
 fn sarif_rule(r: Reason) -> Value {
@@ -1506,10 +1640,7 @@ fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
     let mut rest = s;
     // Runs without anything to escape are copied whole.
-    while let Some(i) = rest
-        .bytes()
-        .position(|b| b == b'"' || b == b'\\' || b < 0x20)
-    {
+    while let Some(i) = first_special(rest.as_bytes()) {
         let (plain, tail) = rest.split_at(i);
         out.push_str(plain);
         let mut tail = tail.chars();

@@ -21,24 +21,75 @@ pub(crate) const MAX_DEPTH: usize = 64;
 /// A cursor over plain JSON text.
 pub(crate) struct Plain<'de> {
     text: &'de str,
+    bytes: &'de [u8],
     pos: usize,
+}
+
+/// `0x01` in every byte of a word.
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// The high bit of every byte of a word.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Where the first byte that a JSON string cannot hold as it is (`"`,
+/// `\\` or a control character) sits in `bytes`; `None` when there is none.
+#[inline(always)]
+pub(crate) fn first_special(bytes: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    // Eight bytes at a time, by word arithmetic: a byte below 0x20, or equal
+    // to `"` or `\\`, sets its high bit (bytes of 0x80 and above are masked
+    // out; a borrow can only flag a byte above a real hit, so the lowest
+    // flag is the first hit).
+    while let Some(chunk) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+        let v = u64::from_le_bytes(*chunk);
+        let special = ((v.wrapping_sub(ONES * 0x20))
+            | (v ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
+            | (v ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES))
+            & !v
+            & HIGH;
+        if special != 0 {
+            return Some(at + (special.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    // Fewer than eight bytes left: one at a time.
+    let tail = bytes.get(at..)?;
+    let i = tail
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+    Some(at + i)
 }
 
 impl<'de> Plain<'de> {
     /// A cursor at the start of `text`.
     pub(crate) fn new(text: &'de str) -> Self {
-        Self { text, pos: 0 }
+        Self {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+        }
     }
 
+    #[inline]
     fn byte(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.pos).copied()
+        self.bytes.get(self.pos).copied()
+    }
+
+    /// Skips JSON whitespace; answers the byte after it (`None` at the end).
+    #[inline(always)]
+    fn token(&mut self) -> Option<u8> {
+        loop {
+            let b = *self.bytes.get(self.pos)?;
+            // Compact text: one comparison decides.
+            if b > b' ' || !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+                return Some(b);
+            }
+            self.pos += 1;
+        }
     }
 
     /// Skips JSON whitespace.
     pub(crate) fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.byte() {
-            self.pos += 1;
-        }
+        let _ = self.token();
     }
 
     /// Consumes `b` when it is next.
@@ -53,8 +104,7 @@ impl<'de> Plain<'de> {
 
     /// True when only whitespace is left.
     pub(crate) fn at_end(&mut self) -> bool {
-        self.ws();
-        self.pos == self.text.len()
+        self.token().is_none()
     }
 
     /// True when a string starts here.
@@ -67,42 +117,19 @@ impl<'de> Plain<'de> {
         if !self.eat(b'"') {
             return None;
         }
+        self.string_rest()
+    }
+
+    /// The rest of a string whose opening quote was consumed.
+    #[inline(always)]
+    fn string_rest(&mut self) -> Option<&'de str> {
         let start = self.pos;
-        let bytes = self.text.as_bytes();
-        // Eight bytes at a time: the first byte that is `"`, `\` or a
-        // control character is found by word arithmetic (these tests have
-        // no false negatives, and a false positive only gives up).
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        loop {
-            let Some(chunk) = bytes.get(self.pos..).and_then(<[u8]>::first_chunk::<8>) else {
-                // Fewer than eight bytes left: one at a time.
-                while let Some(b) = self.byte() {
-                    if b == b'"' || b == b'\\' || b < 0x20 {
-                        break;
-                    }
-                    self.pos += 1;
-                }
-                break;
-            };
-            let v = u64::from_le_bytes(*chunk);
-            let quote = v ^ (ONES * u64::from(b'"'));
-            let backslash = v ^ (ONES * u64::from(b'\\'));
-            let special = ((v.wrapping_sub(ONES * 0x20) & !v)
-                | (quote.wrapping_sub(ONES) & !quote)
-                | (backslash.wrapping_sub(ONES) & !backslash))
-                & HIGH;
-            if special != 0 {
-                self.pos += (special.trailing_zeros() / 8) as usize;
-                break;
-            }
-            self.pos += 8;
-        }
-        if self.byte() != Some(b'"') {
+        let end = start + first_special(self.bytes.get(start..)?)?;
+        if self.bytes.get(end) != Some(&b'"') {
             return None;
         }
-        let s = self.text.get(start..self.pos)?;
-        self.pos += 1;
+        let s = self.text.get(start..end)?;
+        self.pos = end + 1;
         Some(s)
     }
 
@@ -116,26 +143,34 @@ impl<'de> Plain<'de> {
                 }
                 self.pos += 1;
                 let base = arena.open_members.len();
-                self.ws();
-                if !self.eat(b'}') {
+                let mut next = self.token()?;
+                if next == b'}' {
+                    self.pos += 1;
+                } else {
                     loop {
-                        self.ws();
-                        let key = self.string()?;
-                        self.ws();
-                        if !self.eat(b':') {
+                        if next != b'"' {
                             return None;
                         }
-                        self.ws();
+                        self.pos += 1;
+                        let key = self.string_rest()?;
+                        if self.token()? != b':' {
+                            return None;
+                        }
+                        self.pos += 1;
+                        self.token()?;
                         let child = self.value(arena, depth + 1)?;
                         arena.open_members.push((Str::Borrowed(key), child));
-                        self.ws();
-                        if self.eat(b',') {
-                            continue;
+                        match self.token()? {
+                            b',' => {
+                                self.pos += 1;
+                                next = self.token()?;
+                            }
+                            b'}' => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return None,
                         }
-                        if self.eat(b'}') {
-                            break;
-                        }
-                        return None;
                     }
                 }
                 Some(arena.close_object(base))
@@ -146,26 +181,30 @@ impl<'de> Plain<'de> {
                 }
                 self.pos += 1;
                 let base = arena.open_items.len();
-                self.ws();
-                if !self.eat(b']') {
+                if self.token()? == b']' {
+                    self.pos += 1;
+                } else {
                     loop {
-                        self.ws();
                         let item = self.value(arena, depth + 1)?;
                         arena.open_items.push(item);
-                        self.ws();
-                        if self.eat(b',') {
-                            continue;
+                        match self.token()? {
+                            b',' => {
+                                self.pos += 1;
+                                self.token()?;
+                            }
+                            b']' => {
+                                self.pos += 1;
+                                break;
+                            }
+                            _ => return None,
                         }
-                        if self.eat(b']') {
-                            break;
-                        }
-                        return None;
                     }
                 }
                 Some(arena.close_array(base))
             }
             b'"' => {
-                let s = self.string()?;
+                self.pos += 1;
+                let s = self.string_rest()?;
                 Some(arena.push(Slot::String(Str::Borrowed(s))))
             }
             b't' => self.literal("true", Slot::Bool(true), arena),
@@ -177,7 +216,7 @@ impl<'de> Plain<'de> {
     }
 
     fn literal(&mut self, word: &str, slot: Slot<'de>, arena: &mut Arena<'de>) -> Option<usize> {
-        let rest = self.text.as_bytes().get(self.pos..)?;
+        let rest = self.bytes.get(self.pos..)?;
         if !rest.starts_with(word.as_bytes()) {
             return None;
         }
@@ -195,7 +234,7 @@ impl<'de> Plain<'de> {
             self.pos += 1;
         }
         let digits = self.pos - start;
-        let leading_zero = digits > 1 && self.text.as_bytes().get(start) == Some(&b'0');
+        let leading_zero = digits > 1 && self.bytes.get(start) == Some(&b'0');
         if digits > 19 || leading_zero || matches!(self.byte(), Some(b'.' | b'e' | b'E')) {
             return None;
         }

@@ -554,6 +554,9 @@ proptest! {
         let got = crate::batch::judge_record(&record);
         let want = judge_by_value(&record.bytes)?;
         let shown = String::from_utf8_lossy(&record.bytes);
+        // JSON Lines are written straight from the arena: the same line.
+        let (quick, slow) = crate::batch::jsonl_both_ways(&record.bytes, None);
+        prop_assert_eq!(quick, slow, "{}", shown);
         prop_assert_eq!(got.error.is_some(), want.error.is_some(), "{} {:?} {:?}", shown, got.error, want.error);
         if want.error.is_none() {
             prop_assert_eq!(&got.id, &want.id, "{}", shown);
@@ -653,4 +656,31 @@ fn recycling_keeps_the_buffers() {
     assert_eq!(into_arena(&again, &mut arena), Ok(2));
     recycled = arena.recycle();
     assert_eq!(recycled.nodes.capacity(), capacity);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 3000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The word-at-a-time scan finds the first byte a JSON string cannot
+    /// hold as it is, exactly where a byte-by-byte scan finds it, whatever
+    /// the bytes around it (high bytes, neighbours of `"`, `\` and 0x20,
+    /// every alignment).
+    #[test]
+    fn the_word_scan_finds_the_first_special_byte(
+        bytes in prop::collection::vec(
+            prop_oneof![
+                3 => prop::sample::select(&[b'"', b'\\', 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff, 0x00, 0x01][..]),
+                5 => any::<u8>(),
+                4 => b'a'..=b'z',
+            ],
+            0..40,
+        ),
+    ) {
+        let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        prop_assert_eq!(super::first_special(&bytes), naive);
+    }
 }
