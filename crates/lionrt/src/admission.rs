@@ -58,6 +58,10 @@ fn unreadable(message: String) -> ExitCode {
 /// Read and write in pieces this large.
 const CHUNK: usize = 1 << 20;
 
+/// Input read at once (a piece that stays in cache while its records are
+/// split, copied and parsed).
+const READ_CHUNK: usize = 1 << 16;
+
 pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
     let AdmissionCmd::Check(args) = cmd;
     let format_name = match (json, args.format) {
@@ -113,7 +117,7 @@ fn check_serial(
     mut stdout: impl Write,
     mut checker: Checker,
 ) -> Result<(Tally, Option<std::io::Error>)> {
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = vec![0u8; READ_CHUNK];
     let mut rendered = String::with_capacity(CHUNK);
     loop {
         let n = match read_some(&mut input, &mut buf) {
