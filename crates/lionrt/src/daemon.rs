@@ -167,7 +167,11 @@ fn mirror_hook<S: transcript_mirror::MirrorStore + Send + 'static>(store: S) -> 
 }
 
 fn print_tick(json: bool, r: &TickReport) {
-    if r.fired.is_empty() && r.skipped_overlap.is_empty() && r.hook_errors.is_empty() {
+    if r.fired.is_empty()
+        && r.skipped_overlap.is_empty()
+        && r.hook_errors.is_empty()
+        && r.stale_runs_ended.is_empty()
+    {
         return;
     }
     if json {
@@ -179,6 +183,11 @@ fn print_tick(json: bool, r: &TickReport) {
     }
     for id in &r.skipped_overlap {
         out::line(format!("skipped {id} (overlap)"));
+    }
+    for id in &r.stale_runs_ended {
+        out::line(format!(
+            "ended {id} (its session ended with no one watching)"
+        ));
     }
     for e in &r.hook_errors {
         out::line(format!("hook failed: {e}"));

@@ -4,6 +4,7 @@
 //! thread of its own, never on the tick's: a slow hook is left running
 //! (reported busy) while the next ticks fire on time.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,6 +57,13 @@ pub struct SchedulerConfig {
     /// At most this many `skipped` rows per schedule for missed fires; the
     /// last one counts the rest in its metadata (`more`).
     pub missed_rows_cap: usize,
+    /// How often a ticking scheduler looks again at the runs still
+    /// `running` that it did not start: one whose recorded session has
+    /// ended (a trigger that died on another host, its session ended by
+    /// that host's sweep) is ended as the preamble would end it, once it
+    /// has been seen so at two looks in a row (a live trigger ends its own
+    /// run as soon as its session ends).
+    pub recheck_interval: Micros,
 }
 
 impl Default for SchedulerConfig {
@@ -63,6 +71,7 @@ impl Default for SchedulerConfig {
         Self {
             missed_tolerance: 1_000_000,
             missed_rows_cap: 100,
+            recheck_interval: 60_000_000,
         }
     }
 }
@@ -87,6 +96,10 @@ pub struct TickReport {
     pub hook_errors: Vec<String>,
     /// Hooks still running from an earlier tick, not started this tick.
     pub hooks_busy: Vec<String>,
+    /// Runs another process started whose session had ended (with no one
+    /// left to end the run), ended by this tick's re-check
+    /// ([`SchedulerConfig::recheck_interval`]).
+    pub stale_runs_ended: Vec<String>,
 }
 
 /// One hook and its run in flight.
@@ -140,6 +153,12 @@ pub struct Scheduler<C: Clock, L: Launcher> {
     hook_errors: Vec<String>,
     tasks: JoinSet<()>,
     shutdown: watch::Sender<bool>,
+    /// See [`SchedulerConfig::recheck_interval`].
+    recheck_interval: Micros,
+    /// When the next re-check is due (never, for [`Scheduler::attach`]).
+    next_recheck: Micros,
+    /// Runs whose session had ended at the last re-check.
+    ended_sessions_seen: HashSet<String>,
 }
 
 impl<C: Clock, L: Launcher> std::fmt::Debug for Scheduler<C, L> {
@@ -251,6 +270,9 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
                 hook_errors: Vec::new(),
                 tasks: JoinSet::new(),
                 shutdown,
+                recheck_interval: config.recheck_interval,
+                next_recheck: now.saturating_add(config.recheck_interval),
+                ended_sessions_seen: HashSet::new(),
             },
             report,
         ))
@@ -272,6 +294,9 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             hook_errors: Vec::new(),
             tasks: JoinSet::new(),
             shutdown,
+            recheck_interval: Micros::MAX,
+            next_recheck: Micros::MAX,
+            ended_sessions_seen: HashSet::new(),
         }
     }
 
@@ -303,6 +328,11 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         self.reap();
         let now = self.clock.now();
         let mut report = TickReport::default();
+        if now >= self.next_recheck {
+            // Before the fires: a slot freed here counts for them.
+            self.next_recheck = now.saturating_add(self.recheck_interval);
+            report.stale_runs_ended = self.end_runs_left_behind(now)?;
+        }
         for s in self.schedules.due(now)? {
             let Some(due) = s.next_fire_at else { continue };
             let next = s.spec.next_after(due, now)?;
@@ -432,6 +462,43 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             }
         });
         Ok(())
+    }
+
+    /// The re-check ([`SchedulerConfig::recheck_interval`]): ends the runs
+    /// another process claimed whose recorded session had already ended at
+    /// the previous re-check, and remembers those whose session has ended
+    /// now. This scheduler's own runs end with their tasks; a run whose
+    /// session is not recorded (or still runs) is left alone.
+    fn end_runs_left_behind(&mut self, now: Micros) -> Result<Vec<String>, Error> {
+        let mut ended = Vec::new();
+        let mut seen = HashSet::new();
+        for run in self.schedules.running_claims()? {
+            if run.claimed_by.as_deref() == Some(self.claimer.as_str()) {
+                continue;
+            }
+            let Some(session) = run.session_id.as_deref() else {
+                continue;
+            };
+            let Some(found) = self.schedules.session_status(session)? else {
+                continue;
+            };
+            let Some((status, reason, detail)) = run_end(Some(session), Some(found)) else {
+                continue;
+            };
+            if !self.ended_sessions_seen.contains(&run.id) {
+                seen.insert(run.id);
+                continue;
+            }
+            if self
+                .schedules
+                .end_run(&run.id, status, reason, now, Some(&detail), &self.actor)?
+            {
+                tracing::info!(run = %run.id, %detail, "a run left behind ended");
+                ended.push(run.id);
+            }
+        }
+        self.ended_sessions_seen = seen;
+        Ok(ended)
     }
 
     fn reap(&mut self) {

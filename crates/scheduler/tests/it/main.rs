@@ -9,3 +9,4 @@ mod common;
 mod daemon;
 mod model;
 mod pg;
+mod recheck;
