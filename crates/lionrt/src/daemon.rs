@@ -13,7 +13,10 @@
 //! runs (scripted legs are this binary's `__scripted-leg`), overlaps are
 //! recorded skipped, and with `--outbox` / `--mirror` the outbox due-scan
 //! and a mirror pass run on the tick, each on a thread of its own (a slow
-//! pass never delays a fire). SIGTERM or SIGINT: graceful shutdown
+//! pass never delays a fire). Every `--recheck` seconds (60) the orphan
+//! sweep of this host runs again (a hook like the others) and the tick
+//! re-checks the runs it did not start, ending one whose session was found
+//! ended at two looks in a row. SIGTERM or SIGINT: graceful shutdown
 //! — running legs end through the supervisor, their sessions record
 //! `cancelled`, and the daemon exits 0. The connection string is only ever
 //! shown redacted.
@@ -29,8 +32,8 @@ use cli_supervisor::{OsSignaller, ProcTable};
 use lifecycle_core::{Actor, ActorType, SessionRecorder};
 use runner::{LegProgram, Processes};
 use scheduler::{
-    Launcher, PgSchedules, RunnerLauncher, ScheduleStore, Scheduler, SchedulerConfig, Schedules,
-    SystemClock, TickHook, TickLock, TickReport,
+    Clock, Launcher, PgSchedules, RunnerLauncher, ScheduleStore, Scheduler, SchedulerConfig,
+    Schedules, SystemClock, TickHook, TickLock, TickReport,
 };
 use serde_json::json;
 use state_postgres::{PgOutbox, PgStore};
@@ -56,6 +59,13 @@ pub(crate) struct DaemonArgs {
     /// Stop after this many ticks (default: run until SIGTERM/SIGINT).
     #[arg(long)]
     ticks: Option<u64>,
+    /// Seconds between the running daemon's looks for what crashed: the
+    /// orphan sweep of this host's sessions (their supervisor died: the
+    /// session ends `failed`, its leg's group is signalled) and the
+    /// re-check of schedule runs it did not start (one whose session was
+    /// found ended at two looks in a row ends as its session did).
+    #[arg(long, default_value_t = 60.0)]
+    recheck: f64,
 }
 
 /// The store `--db` names: a SQLite state file (created if missing) or a
@@ -140,6 +150,37 @@ impl<S: ::outbox::OutboxStore + Send> TickHook for OutboxHook<S> {
     }
 }
 
+/// The orphan sweep of this host's sessions, at most once per `every`
+/// (the daemon's start ran one already).
+struct SweepHook<R> {
+    store: R,
+    every: i64,
+    next: i64,
+}
+
+impl<R: SessionRecorder + Send> TickHook for SweepHook<R> {
+    fn name(&self) -> &str {
+        "sweep"
+    }
+
+    fn tick(&mut self, now: i64) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        // Not due, unless the clock stepped back past a whole interval.
+        if now < self.next && self.next.saturating_sub(now) <= self.every {
+            return Ok(());
+        }
+        self.next = now.saturating_add(self.every);
+        let procs = Processes {
+            table: &ProcTable,
+            signaller: &OsSignaller,
+        };
+        let swept = runner::sweep_orphans(&self.store, &procs, &crate::run::sweep_actor(), false)?;
+        for orphan in &swept.orphans {
+            tracing::warn!(session = %orphan.id, leg = ?orphan.leg_signal, "orphaned session swept");
+        }
+        Ok(())
+    }
+}
+
 struct MirrorHook(transcript_mirror::Mirror);
 
 impl TickHook for MirrorHook {
@@ -220,6 +261,9 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
     if !(args.interval.is_finite() && args.interval > 0.0) {
         bail!("--interval must be a positive number of seconds");
     }
+    if !(args.recheck.is_finite() && args.recheck > 0.0) {
+        bail!("--recheck must be a positive number of seconds");
+    }
     let actor = Actor::new(ActorType::Scheduler, "lionrt-daemon");
     let backend = Backend::open(db)?;
     let schedules = backend.schedules(actor);
@@ -287,7 +331,7 @@ fn serve<R>(
     hooks: Vec<Box<dyn TickHook>>,
 ) -> Result<ExitCode>
 where
-    R: SessionRecorder + Send + Sync + 'static,
+    R: SessionRecorder + Clone + Send + Sync + 'static,
     RunnerLauncher<R>: Launcher,
 {
     let procs = Processes {
@@ -304,10 +348,20 @@ where
     )
     .context("the orphan sweep failed")?;
     let interval = Duration::from_secs_f64(args.interval);
+    let recheck = i64::try_from(Duration::from_secs_f64(args.recheck).as_micros())
+        .unwrap_or(i64::MAX)
+        .max(1);
     let config = SchedulerConfig {
         missed_tolerance: i64::try_from(interval.as_micros()).unwrap_or(i64::MAX),
+        recheck_interval: recheck,
         ..SchedulerConfig::default()
     };
+    let mut hooks = hooks;
+    hooks.push(Box::new(SweepHook {
+        store: store.clone(),
+        every: recheck,
+        next: SystemClock.now().saturating_add(recheck),
+    }));
     let launcher = Arc::new(launcher(store)?);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -67,6 +67,9 @@ pub const EXIT_UNREADABLE: i32 = 2;
 /// Nesting past which a record is parsed on a growing heap stack.
 const DEEP: usize = 100;
 
+/// The bytes a [`Checker`]'s pending batch keeps allocated between chunks.
+const PENDING_KEEP: usize = 1 << 22;
+
 /// The verdict for one record.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolResult {
@@ -1330,6 +1333,10 @@ impl Checker {
         let counts = self.pending.judge_jsonl(out);
         self.add_counts(counts);
         self.pending.clear();
+        // A huge record does not keep its memory for the rest of the input.
+        if self.pending.byte_capacity() > PENDING_KEEP {
+            self.pending = RecordBatch::new();
+        }
     }
 
     fn add_counts(&mut self, counts: Tally) {

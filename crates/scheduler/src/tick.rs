@@ -92,7 +92,8 @@ pub struct TickReport {
     pub fired: Vec<String>,
     /// Run ids recorded `skipped` for overlap.
     pub skipped_overlap: Vec<String>,
-    /// Hook runs that ended failed since the previous tick (`name: error`).
+    /// Hook runs that ended failed since the previous tick (`name: error`),
+    /// and store errors of this tick's re-check (`recheck: error`).
     pub hook_errors: Vec<String>,
     /// Hooks still running from an earlier tick, not started this tick.
     pub hooks_busy: Vec<String>,
@@ -328,10 +329,12 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         self.reap();
         let now = self.clock.now();
         let mut report = TickReport::default();
-        if now >= self.next_recheck {
+        // Due, or the clock stepped back past a whole interval.
+        if now >= self.next_recheck || self.next_recheck.saturating_sub(now) > self.recheck_interval
+        {
             // Before the fires: a slot freed here counts for them.
             self.next_recheck = now.saturating_add(self.recheck_interval);
-            report.stale_runs_ended = self.end_runs_left_behind(now)?;
+            report.stale_runs_ended = self.end_runs_left_behind(now, &mut report.hook_errors);
         }
         for s in self.schedules.due(now)? {
             let Some(due) = s.next_fire_at else { continue };
@@ -467,20 +470,38 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     /// The re-check ([`SchedulerConfig::recheck_interval`]): ends the runs
     /// another process claimed whose recorded session had already ended at
     /// the previous re-check, and remembers those whose session has ended
-    /// now. This scheduler's own runs end with their tasks; a run whose
-    /// session is not recorded (or still runs) is left alone.
-    fn end_runs_left_behind(&mut self, now: Micros) -> Result<Vec<String>, Error> {
+    /// now. This scheduler's own runs end with their tasks, and so does a
+    /// run whose claimer still runs on this host; a run whose session is not
+    /// recorded (or still runs) is left alone. A store error skips that run
+    /// (listed in `errors` as `recheck: …`), never the tick.
+    fn end_runs_left_behind(&mut self, now: Micros, errors: &mut Vec<String>) -> Vec<String> {
         let mut ended = Vec::new();
         let mut seen = HashSet::new();
-        for run in self.schedules.running_claims()? {
-            if run.claimed_by.as_deref() == Some(self.claimer.as_str()) {
+        let runs = match self.schedules.running_claims() {
+            Ok(runs) => runs,
+            Err(e) => {
+                tracing::warn!(error = %e, "re-check: listing running runs failed");
+                errors.push(format!("recheck: {e}"));
+                return ended;
+            }
+        };
+        for run in runs {
+            if run.claimed_by.as_deref() == Some(self.claimer.as_str())
+                || claimer::alive_here(run.claimed_by.as_deref())
+            {
                 continue;
             }
             let Some(session) = run.session_id.as_deref() else {
                 continue;
             };
-            let Some(found) = self.schedules.session_status(session)? else {
-                continue;
+            let found = match self.schedules.session_status(session) {
+                Ok(Some(found)) => found,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(run = %run.id, error = %e, "re-check: reading its session failed");
+                    errors.push(format!("recheck: run {}: {e}", run.id));
+                    continue;
+                }
             };
             let Some((status, reason, detail)) = run_end(Some(session), Some(found)) else {
                 continue;
@@ -489,16 +510,25 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
                 seen.insert(run.id);
                 continue;
             }
-            if self
+            match self
                 .schedules
-                .end_run(&run.id, status, reason, now, Some(&detail), &self.actor)?
+                .end_run(&run.id, status, reason, now, Some(&detail), &self.actor)
             {
-                tracing::info!(run = %run.id, %detail, "a run left behind ended");
-                ended.push(run.id);
+                Ok(true) => {
+                    tracing::info!(run = %run.id, %detail, "a run left behind ended");
+                    ended.push(run.id);
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(run = %run.id, error = %e, "re-check: ending the run failed");
+                    errors.push(format!("recheck: run {}: {e}", run.id));
+                    // Looked at again next time.
+                    seen.insert(run.id);
+                }
             }
         }
         self.ended_sessions_seen = seen;
-        Ok(ended)
+        ended
     }
 
     fn reap(&mut self) {

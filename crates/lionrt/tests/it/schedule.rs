@@ -1148,3 +1148,102 @@ fn a_daemon_start_on_sqlite_ends_a_sigkilled_triggers_run_and_spares_a_live_one(
         0
     );
 }
+
+/// A trigger SIGKILLed while a daemon ticks on its host is cleaned up by
+/// the running daemon, not only at its next start: its sweep ends the
+/// orphaned session (and kills the leg's group), its re-check then ends
+/// the run. The daemon's own state is untouched and it stops cleanly.
+#[test]
+fn a_ticking_daemon_sweeps_a_trigger_sigkilled_meanwhile_and_ends_its_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let script = dir.path().join("slow.json");
+    std::fs::write(&script, SLOW).expect("script");
+    let out = lionrt(
+        &db,
+        &[
+            "schedule",
+            "create",
+            "manual",
+            "--every",
+            "3600",
+            "--prompt",
+            "slow",
+            "--workspace",
+            dir.path().to_str().expect("utf-8"),
+            "--script",
+            script.to_str().expect("utf-8"),
+            "--disabled",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .arg("--db")
+        .arg(&db)
+        .args(["daemon", "--interval", "0.1", "--recheck", "0.5"])
+        .env_remove("LIONRT_DB")
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start lionrt daemon");
+    // The daemon has started (its sweep and preamble are done: it prints
+    // its first line) before the trigger starts, so only the running
+    // daemon, not its start, can clean up.
+    let mut started = String::new();
+    let stdout = daemon.stdout.take().expect("the daemon's stdout");
+    let mut stdout = std::io::BufReader::new(stdout);
+    std::io::BufRead::read_line(&mut stdout, &mut started).expect("the daemon's first line");
+    assert!(started.contains("ticking every"), "{started}");
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let mut dead = trigger_process(&db, "manual");
+    assert!(
+        wait_until(Duration::from_secs(60), || sessions_with_legs(&db).len()
+            == 1),
+        "the trigger's leg runs"
+    );
+    let session = sessions_with_legs(&db).remove(0);
+    let (_, pgid) = running_leg(&db).expect("the leg's group");
+    dead.kill().expect("SIGKILL the trigger");
+    dead.wait().expect("reap the trigger");
+    assert_eq!(run_of(&db, &session).0, "running");
+
+    let ended = wait_until(Duration::from_secs(120), || {
+        run_of(&db, &session).0 != "running"
+    });
+    assert!(ended, "the running daemon ends the dead trigger's run");
+    assert_eq!(
+        run_of(&db, &session),
+        ("failed".to_owned(), Some("run.failed.exception".to_owned()))
+    );
+    let (status, reason): (String, Option<String>) = conn(&db)
+        .query_row(
+            "SELECT status, status_reason_code FROM sessions WHERE id = ?1",
+            [&session],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .expect("the session");
+    assert_eq!(
+        (status.as_str(), reason.as_deref()),
+        ("failed", Some(runner::ORPHAN_REASON))
+    );
+    assert!(
+        wait_until(Duration::from_secs(60), || !group_alive(pgid)),
+        "the orphaned leg's group is gone"
+    );
+
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&daemon),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM the daemon");
+    let exit = daemon.wait().expect("wait for the daemon");
+    assert!(exit.success(), "{exit:?}");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM schedule_runs WHERE status = 'running'"
+        ),
+        0
+    );
+}

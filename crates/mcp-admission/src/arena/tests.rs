@@ -409,6 +409,24 @@ const SCHEMAS: &[&str] = &[
     r##"{"type": "object", "$defs": {"c": {"type": "string"}, "c": {"enum": ["x"]}}, "properties": {"cmd": {"$ref": "#/$defs/c"}}, "additionalProperties": false}"##,
 ];
 
+/// Names and ids a JSON Lines verdict must escape (control characters,
+/// quotes, backslashes, DEL, the short escapes \b and \f), written plain
+/// or with escapes.
+const ODD: &[&str] = &[
+    "tab\there",
+    "quo\"ted",
+    "back\\slash",
+    "bell\u{7}\u{8}\u{c}",
+    "del\u{7f}",
+    "nul\u{0}end",
+    "line\nfeed\r",
+    "plain",
+];
+
+fn odd_text() -> impl Strategy<Value = Text> {
+    (prop::sample::select(ODD), any::<bool>()).prop_map(|(n, e)| Text::Str(n.to_owned(), e))
+}
+
 /// A tool record's text: fields (some repeated, some escaped, some not
 /// strings) around generated documents, sometimes broken off.
 fn record() -> impl Strategy<Value = String> {
@@ -424,7 +442,10 @@ fn record() -> impl Strategy<Value = String> {
             "inputSchem\\u0061",
         ][..],
     );
-    let name = prop::sample::select(NAMES).prop_map(|n| Text::Str(n.to_owned(), false));
+    let name = prop_oneof![
+        3 => prop::sample::select(NAMES).prop_map(|n| Text::Str(n.to_owned(), false)),
+        1 => odd_text(),
+    ];
     let described = prop::sample::select(&["Execute terminal commands.", "Search things."][..])
         .prop_map(|d| Text::Str(d.to_owned(), false));
     let schema = prop::sample::select(SCHEMAS).prop_map(Text::Raw);
@@ -554,9 +575,21 @@ proptest! {
         let got = crate::batch::judge_record(&record);
         let want = judge_by_value(&record.bytes)?;
         let shown = String::from_utf8_lossy(&record.bytes);
-        // JSON Lines are written straight from the arena: the same line.
+        // JSON Lines are written straight from the arena: the same line,
+        // and one that reads back (as JSON) as the `Value` path's result.
         let (quick, slow) = crate::batch::jsonl_both_ways(&record.bytes, None);
-        prop_assert_eq!(quick, slow, "{}", shown);
+        prop_assert_eq!(&quick, &slow, "{}", shown);
+        let line: Value = serde_json::from_str(quick.0.trim_end())
+            .map_err(|e| TestCaseError::fail(format!("{shown}: the verdict line is not json: {e}")))?;
+        prop_assert_eq!(quick.0.matches('\n').count(), 1, "{}", shown);
+        if want.error.is_none() {
+            prop_assert_eq!(line.get("id"), Some(want.id.as_ref().unwrap_or(&Value::Null)), "{}", shown);
+            prop_assert_eq!(line.get("name").and_then(Value::as_str), Some(want.name.as_str()), "{}", shown);
+            let reason = want.reason.map(|r| r.as_str());
+            prop_assert_eq!(line.get("reason").and_then(Value::as_str), reason, "{}", shown);
+        } else {
+            prop_assert!(line.get("error").and_then(Value::as_str).is_some(), "{}", shown);
+        }
         prop_assert_eq!(got.error.is_some(), want.error.is_some(), "{} {:?} {:?}", shown, got.error, want.error);
         if want.error.is_none() {
             prop_assert_eq!(&got.id, &want.id, "{}", shown);
@@ -682,5 +715,50 @@ proptest! {
     ) {
         let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
         prop_assert_eq!(super::first_special(&bytes), naive);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 1000,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// A judged record's JSON Lines verdict is one line of JSON that reads
+    /// back as the record's own id and name (whatever they hold) and the
+    /// public gate's verdict.
+    #[test]
+    fn a_jsonl_verdict_reads_back_as_its_record(
+        id in prop_oneof![2 => odd_text(), 1 => document()],
+        name in odd_text(),
+        schema in prop::sample::select(SCHEMAS),
+    ) {
+        let mut text = String::from("{\"id\": ");
+        id.write(&mut text);
+        text.push_str(", \"name\": ");
+        name.write(&mut text);
+        text.push_str(", \"inputSchema\": ");
+        text.push_str(schema);
+        text.push('}');
+        let want = judge_by_value(text.as_bytes())?;
+        let ((line, tally), _) = crate::batch::jsonl_both_ways(text.as_bytes(), None);
+        prop_assert_eq!(line.matches('\n').count(), 1, "{}", text);
+        let read: Value = serde_json::from_str(line.trim_end())
+            .map_err(|e| TestCaseError::fail(format!("{text}: the verdict line is not json: {e}")))?;
+        if want.error.is_none() {
+            prop_assert_eq!(read.get("id"), Some(want.id.as_ref().unwrap_or(&Value::Null)), "{}", text);
+            prop_assert_eq!(read.get("name").and_then(Value::as_str), Some(want.name.as_str()), "{}", text);
+            prop_assert_eq!(
+                read.get("reason").and_then(Value::as_str),
+                want.reason.map(|r| r.as_str()),
+                "{}",
+                text
+            );
+            prop_assert_eq!(tally.denied + tally.admitted, 1);
+        } else {
+            prop_assert!(read.get("error").and_then(Value::as_str).is_some(), "{}", text);
+            prop_assert_eq!(tally.errors, 1);
+        }
     }
 }

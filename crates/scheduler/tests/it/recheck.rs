@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use lifecycle_core::{Actor, ActorType, SessionEnd, SessionStart};
 use scheduler::{
-    Claim, ManualClock, RunStart, ScheduleRun, ScheduleStore, Scheduler, SchedulerConfig,
+    Claim, Clock, ManualClock, RunStart, ScheduleRun, ScheduleStore, Scheduler, SchedulerConfig,
 };
 use state_sqlite::Store;
 
@@ -38,7 +38,7 @@ fn a_ticking_daemon_ends_a_run_whose_session_ended_elsewhere() {
     let schedules = env.schedules();
     // Hourly: no fire is due during the test but the daemon's own.
     let mut spec = interval("watched", 3600, env.dir.path());
-    spec.max_concurrent = 4;
+    spec.max_concurrent = 8;
     let s = schedules.create(&spec, T0).expect("create");
     let sessions = Store::new(env.engine.clone());
     let executor = Actor::new(ActorType::Executor, "far");
@@ -46,7 +46,7 @@ fn a_ticking_daemon_ends_a_run_whose_session_ended_elsewhere() {
         let start = RunStart {
             run_id: run_id.into(),
             schedule_id: s.id.clone(),
-            max_concurrent: 4,
+            max_concurrent: 8,
             due_at: T0,
             fired_at: T0,
             session_id: session.into(),
@@ -90,6 +90,30 @@ fn a_ticking_daemon_ends_a_run_whose_session_ended_elsewhere() {
         claim("far-live", "far-live-session");
         start_session("far-live-session");
         claim("far-unrecorded", "far-unrecorded-session");
+        // A trigger still running on this host (this process) whose
+        // session has ended: it ends its run itself.
+        let here = serde_json::json!({
+            "role": "trigger",
+            "owner": runner::current_owner(&cli_supervisor::ProcTable),
+        })
+        .to_string();
+        let near = RunStart {
+            run_id: "near-live".into(),
+            schedule_id: s.id.clone(),
+            max_concurrent: 8,
+            due_at: T0,
+            fired_at: T0,
+            session_id: "near-live-session".into(),
+            claimed_by: Some(here),
+        };
+        assert_eq!(
+            schedules
+                .claim_run(&near, &Actor::new(ActorType::Scheduler, "near"))
+                .expect("claim"),
+            Claim::Started
+        );
+        start_session("near-live-session");
+        end_session("near-live-session", T0 + 2);
         // The daemon's own run (its leg waits on a shut gate), whose session
         // row says ended: its task, not the re-check, ends it.
         let fired = daemon.trigger("watched").expect("own fire").fired;
@@ -121,7 +145,7 @@ fn a_ticking_daemon_ends_a_run_whose_session_ended_elsewhere() {
         let ended = run(&*schedules, "far-ended");
         assert_eq!(ended.status, "failed");
         assert_eq!(ended.reason.as_deref(), Some("run.failed.exception"));
-        for left in ["far-live", "far-unrecorded", own.as_str()] {
+        for left in ["far-live", "far-unrecorded", "near-live", own.as_str()] {
             assert_eq!(run(&*schedules, left).status, "running", "{left}");
         }
 
@@ -139,7 +163,20 @@ fn a_ticking_daemon_ends_a_run_whose_session_ended_elsewhere() {
         clock.advance_secs(120);
         assert!(daemon.tick().expect("tick").stale_runs_ended.is_empty());
         assert_eq!(run(&*schedules, "far-unrecorded").status, "running");
+        assert_eq!(run(&*schedules, "near-live").status, "running");
         assert_eq!(run(&*schedules, &own).status, "running");
+
+        // A clock stepped back past a whole interval does not stall the
+        // re-check: the next tick looks again, the one an interval later
+        // ends what it saw.
+        claim("far-late", "far-late-session");
+        start_session("far-late-session");
+        end_session("far-late-session", T0 + 6 * MINUTE);
+        clock.set(clock.now() - 10 * MINUTE);
+        assert!(daemon.tick().expect("tick").stale_runs_ended.is_empty());
+        clock.advance_secs(60);
+        let after = daemon.tick().expect("tick");
+        assert_eq!(after.stale_runs_ended, ["far-late"], "{after:?}");
 
         std::fs::write(&gate, b"").expect("open the gate");
         daemon.wait_idle().await;
