@@ -148,6 +148,26 @@ impl FromStr for OutputFormat {
     }
 }
 
+/// The UTF-8 byte order mark, skipped at the start of the input.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Where a [`Splitter`] puts the records it completes.
+enum Sink<'a> {
+    /// Handed to a callback.
+    Each(&'a mut dyn FnMut(&RawRecord)),
+    /// Packed into a batch.
+    Batch(&'a mut RecordBatch),
+}
+
+impl Sink<'_> {
+    fn record(&mut self, r: &RawRecord) {
+        match self {
+            Sink::Each(each) => each(r),
+            Sink::Batch(batch) => batch.push(r),
+        }
+    }
+}
+
 /// One record found in the input, not yet parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRecord {
@@ -184,6 +204,9 @@ pub struct Splitter {
     /// 1-based current line.
     line: usize,
     at_start: bool,
+    /// Bytes of a leading UTF-8 byte order mark matched so far (a chunk
+    /// may end inside it).
+    bom_matched: usize,
     /// Structural scan state.
     stack: Vec<u8>,
     in_string: bool,
@@ -217,6 +240,7 @@ impl Splitter {
             mode: Mode::Detect,
             line: 1,
             at_start: true,
+            bom_matched: 0,
             stack: Vec::new(),
             in_string: false,
             escaped: false,
@@ -249,22 +273,53 @@ impl Splitter {
     }
 
     /// Feeds the next chunk; calls `each` with every record it completes.
-    pub fn feed(&mut self, mut chunk: &[u8], each: &mut dyn FnMut(&RawRecord)) {
-        if self.at_start && !chunk.is_empty() {
-            if let Some(rest) = chunk.strip_prefix(b"\xef\xbb\xbf") {
+    pub fn feed(&mut self, chunk: &[u8], each: &mut dyn FnMut(&RawRecord)) {
+        self.feed_to(chunk, &mut Sink::Each(each));
+    }
+
+    /// Feeds the next chunk; appends every record it completes to `batch`
+    /// (as [`Self::feed`] with [`RecordBatch`]'s push, but a JSON line that
+    /// lies whole in the chunk is copied once, straight from it).
+    pub fn feed_into(&mut self, chunk: &[u8], batch: &mut RecordBatch) {
+        self.feed_to(chunk, &mut Sink::Batch(batch));
+    }
+
+    fn feed_to(&mut self, mut chunk: &[u8], sink: &mut Sink<'_>) {
+        if self.at_start {
+            // A leading byte order mark is skipped, wherever the chunks cut it.
+            while let Some((&b, rest)) = chunk.split_first() {
+                if BOM.get(self.bom_matched) != Some(&b) {
+                    self.end_bom(sink);
+                    break;
+                }
+                self.bom_matched += 1;
                 chunk = rest;
+                if self.bom_matched == BOM.len() {
+                    self.at_start = false;
+                    break;
+                }
             }
-            self.at_start = false;
         }
+        self.feed_bytes(chunk, sink);
+    }
+
+    /// No byte order mark after all: the bytes taken for one are input.
+    fn end_bom(&mut self, sink: &mut Sink<'_>) {
+        self.at_start = false;
+        let taken = BOM.get(..self.bom_matched).unwrap_or_default();
+        self.feed_bytes(taken, sink);
+    }
+
+    fn feed_bytes(&mut self, chunk: &[u8], sink: &mut Sink<'_>) {
         let mut i = 0;
         while i < chunk.len() {
             match self.mode {
                 Mode::Done => return,
                 Mode::Lines => {
-                    i += self.feed_lines(&chunk[i..], each);
+                    i += self.feed_lines(&chunk[i..], sink);
                 }
                 _ => {
-                    self.scan_byte(chunk[i], each);
+                    self.scan_byte(chunk[i], &mut |r| sink.record(r));
                     i += 1;
                 }
             }
@@ -272,22 +327,35 @@ impl Splitter {
     }
 
     /// Line mode: consumes up to the end of the chunk, returns bytes consumed.
-    fn feed_lines(&mut self, chunk: &[u8], each: &mut dyn FnMut(&RawRecord)) -> usize {
+    fn feed_lines(&mut self, chunk: &[u8], sink: &mut Sink<'_>) -> usize {
         let mut start = 0;
         while let Some(nl) = memchr::memchr(b'\n', &chunk[start..]) {
             let end = start + nl;
+            let line = &chunk[start..end];
+            start = end + 1;
+            if let Sink::Batch(batch) = sink
+                && !self.in_record
+                && self.buf.is_empty()
+            {
+                // A whole line of this chunk: packed straight from it.
+                self.line += 1;
+                if line.iter().any(|b| !b.is_ascii_whitespace()) {
+                    batch.push_parts(line, self.line - 1, self.next_index, None);
+                    self.next_index += 1;
+                }
+                continue;
+            }
             if !self.in_record {
                 self.record_line = self.line;
             }
-            self.buf.extend_from_slice(&chunk[start..end]);
+            self.buf.extend_from_slice(line);
             self.line += 1;
             if self.buf.iter().any(|b| !b.is_ascii_whitespace()) {
-                self.emit(None, each);
+                self.emit(None, &mut |r| sink.record(r));
             } else {
                 self.buf.clear();
                 self.in_record = false;
             }
-            start = end + 1;
         }
         if start < chunk.len() {
             if !self.in_record {
@@ -428,7 +496,7 @@ impl Splitter {
         self.line = self.probe_line;
         self.in_record = false;
         self.buf.clear();
-        self.feed_lines(&seen, each);
+        self.feed_lines(&seen, &mut Sink::Each(each));
     }
 
     fn element_byte(&mut self, b: u8, depth: usize, each: &mut dyn FnMut(&RawRecord)) {
@@ -472,6 +540,9 @@ impl Splitter {
 
     /// Ends the input: flushes a last record, or reports where it broke off.
     pub fn finish(&mut self, each: &mut dyn FnMut(&RawRecord)) {
+        if self.at_start && self.bom_matched < BOM.len() {
+            self.end_bom(&mut Sink::Each(each));
+        }
         match self.mode {
             Mode::Detect => {
                 let record = RawRecord {
@@ -1137,12 +1208,16 @@ impl RecordBatch {
     }
 
     fn push(&mut self, r: &RawRecord) {
-        self.bytes.extend_from_slice(&r.bytes);
+        self.push_parts(&r.bytes, r.line, r.index, r.broken.clone());
+    }
+
+    fn push_parts(&mut self, bytes: &[u8], line: usize, index: usize, broken: Option<String>) {
+        self.bytes.extend_from_slice(bytes);
         self.records.push(Span {
             end: self.bytes.len(),
-            line: r.line,
-            index: r.index,
-            broken: r.broken.clone(),
+            line,
+            index,
+            broken,
         });
     }
 
@@ -1254,7 +1329,7 @@ impl Checker {
             let Self {
                 splitter, pending, ..
             } = self;
-            splitter.feed(chunk, &mut |record| pending.push(record));
+            splitter.feed_into(chunk, pending);
             self.judge_pending(out);
             return;
         }
@@ -1287,7 +1362,7 @@ impl Checker {
     /// [`Self::render`] in input order) or [`RecordBatch::judge_jsonl`]
     /// (then [`Self::add_jsonl`] in input order).
     pub fn split_batch(&mut self, chunk: &[u8], batch: &mut RecordBatch) {
-        self.splitter.feed(chunk, &mut |record| batch.push(record));
+        self.splitter.feed_into(chunk, batch);
     }
 
     /// Ends the input of [`Self::split_batch`]: the last records, if any.

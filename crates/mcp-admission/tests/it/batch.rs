@@ -754,3 +754,82 @@ fn ids_are_echoed_as_json() {
         assert!(line.starts_with(&format!("{{\"id\":{id},")), "{line}");
     }
 }
+
+/// Lines of a JSON Lines input, odd ones included (blank, whitespace,
+/// CR, not JSON, a tools list, a record cut short).
+const PIECES: &[&str] = &[
+    "{\"id\": 1, \"name\": \"search\", \"inputSchema\": {\"type\": \"object\"}}",
+    "{\"id\": \"two\", \"name\": \"bash\", \"inputSchema\": {\"type\": \"object\", \"properties\": {\"cmd\": {\"type\": \"string\"}}}}",
+    "",
+    "   ",
+    "\t\r",
+    "{\"name\": \"crlf\"}\r",
+    "not json",
+    "[1, 2]",
+    "{\"tools\": [{\"name\": \"x\"}]}",
+    "{\"id\": 9, \"name\": \"cut",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Splitting into a packed batch (lines whole in a chunk are packed
+    /// straight from it) finds exactly the records, lines and indexes the
+    /// callback splitter finds, whatever the chunk boundaries; and the
+    /// checker's JSON Lines (which splits that way) are what rendering the
+    /// callback splitter's results gives.
+    #[test]
+    fn a_packed_split_finds_what_the_callback_split_finds(
+        lines in prop::collection::vec(prop::sample::select(PIECES), 0..12),
+        bom in any::<bool>(),
+        last_newline in any::<bool>(),
+        cuts in prop::collection::vec(1usize..40, 1..8),
+    ) {
+        let mut input = if bom { "\u{feff}".to_owned() } else { String::new() };
+        input.push_str(&lines.join("\n"));
+        if last_newline {
+            input.push('\n');
+        }
+        let bytes = input.as_bytes();
+        let pieces = || {
+            let mut out = Vec::new();
+            let mut at = 0;
+            for cut in cuts.iter().cycle() {
+                if at >= bytes.len() {
+                    break;
+                }
+                let end = (at + cut).min(bytes.len());
+                out.push(&bytes[at..end]);
+                at = end;
+            }
+            out
+        };
+        let mut by_callback = Checker::new(OutputFormat::Table, None);
+        let mut records = Vec::new();
+        for piece in pieces() {
+            by_callback.split(piece, &mut records);
+        }
+        by_callback.split_finish(&mut records);
+        let want: Vec<ToolResult> = records
+            .iter()
+            .map(|r| judge_record_as(r, OutputFormat::Table))
+            .collect();
+        let mut packed = Checker::new(OutputFormat::Table, None);
+        let mut batch = RecordBatch::new();
+        for piece in pieces() {
+            packed.split_batch(piece, &mut batch);
+        }
+        packed.split_finish_batch(&mut batch);
+        prop_assert_eq!(batch.judge(OutputFormat::Table), want, "{:?}", input);
+
+        let mut fed = Checker::new(OutputFormat::Jsonl, None);
+        let mut out = String::new();
+        for piece in pieces() {
+            fed.feed(piece, &mut out);
+        }
+        let tally = fed.finish(&mut out);
+        let results = check_text(&input);
+        prop_assert_eq!(out, render(&results, OutputFormat::Jsonl, None), "{:?}", input);
+        prop_assert_eq!(tally.exit_code(), exit_code(&results));
+    }
+}
