@@ -158,7 +158,7 @@ impl<'de> Plain<'de> {
                         }
                         self.pos += 1;
                         self.token()?;
-                        let child = self.value(arena, depth + 1)?;
+                        let child = self.child(arena, depth + 1)?;
                         arena.open_members.push((Str::Borrowed(key), child));
                         match self.token()? {
                             b',' => {
@@ -185,7 +185,7 @@ impl<'de> Plain<'de> {
                     self.pos += 1;
                 } else {
                     loop {
-                        let item = self.value(arena, depth + 1)?;
+                        let item = self.child(arena, depth + 1)?;
                         arena.open_items.push(item);
                         match self.token()? {
                             b',' => {
@@ -213,6 +213,18 @@ impl<'de> Plain<'de> {
             b'0'..=b'9' => self.integer(arena),
             _ => None,
         }
+    }
+
+    /// [`Self::value`] for a member or an element: a string is read here
+    /// (most are), anything else by a call.
+    #[inline(always)]
+    fn child(&mut self, arena: &mut Arena<'de>, depth: usize) -> Option<usize> {
+        if self.byte() == Some(b'"') {
+            self.pos += 1;
+            let s = self.string_rest()?;
+            return Some(arena.push(Slot::String(Str::Borrowed(s))));
+        }
+        self.value(arena, depth)
     }
 
     fn literal(&mut self, word: &str, slot: Slot<'de>, arena: &mut Arena<'de>) -> Option<usize> {
