@@ -1041,6 +1041,71 @@ fn sessions_with_legs(db: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A disabled hourly schedule `manual` (fired by hand) whose leg sleeps,
+/// at most `max_concurrent` runs at once.
+fn manual_schedule(dir: &Path, db: &Path, max_concurrent: u32) {
+    let script = dir.join("slow.json");
+    std::fs::write(&script, SLOW).expect("script");
+    let cap = max_concurrent.to_string();
+    let out = lionrt(
+        db,
+        &[
+            "schedule",
+            "create",
+            "manual",
+            "--every",
+            "3600",
+            "--prompt",
+            "slow",
+            "--workspace",
+            dir.to_str().expect("utf-8"),
+            "--script",
+            script.to_str().expect("utf-8"),
+            "--max-concurrent",
+            &cap,
+            "--disabled",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// `lionrt daemon --interval 0.1 --recheck 0.3` on `db` (a PostgreSQL one
+/// in `schema`), returned once it has started: its first line is printed
+/// after its orphan sweep and preamble.
+fn ticking_daemon(db: &std::ffi::OsStr, schema: Option<&str>) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lionrt"));
+    command
+        .arg("--db")
+        .arg(db)
+        .args(["daemon", "--interval", "0.1", "--recheck", "0.3"])
+        .env_remove("LIONRT_DB")
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if let Some(schema) = schema {
+        command.env("LIONRT_PG_SCHEMA", schema);
+    }
+    let mut daemon = command.spawn().expect("start lionrt daemon");
+    let stdout = daemon.stdout.take().expect("the daemon's stdout");
+    let mut stdout = std::io::BufReader::new(stdout);
+    let mut started = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut started).expect("the daemon's first line");
+    assert!(started.contains("ticking every"), "{started}");
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    daemon
+}
+
+/// SIGTERM to `daemon`, which must then exit 0.
+fn stop_daemon(mut daemon: Child) {
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&daemon),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM the daemon");
+    let exit = daemon.wait().expect("wait for the daemon");
+    assert!(exit.success(), "{exit:?}");
+}
+
 fn run_of(db: &Path, session: &str) -> (String, Option<String>) {
     conn(db)
         .query_row(
@@ -1059,28 +1124,7 @@ fn run_of(db: &Path, session: &str) -> (String, Option<String>) {
 fn a_daemon_start_on_sqlite_ends_a_sigkilled_triggers_run_and_spares_a_live_one() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("state.db");
-    let script = dir.path().join("slow.json");
-    std::fs::write(&script, SLOW).expect("script");
-    let out = lionrt(
-        &db,
-        &[
-            "schedule",
-            "create",
-            "manual",
-            "--every",
-            "3600",
-            "--prompt",
-            "slow",
-            "--workspace",
-            dir.path().to_str().expect("utf-8"),
-            "--script",
-            script.to_str().expect("utf-8"),
-            "--max-concurrent",
-            "2",
-            "--disabled",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
+    manual_schedule(dir.path(), &db, 2);
     let mut dead = trigger_process(&db, "manual");
     assert!(
         wait_until(Duration::from_secs(60), || sessions_with_legs(&db).len()
@@ -1157,45 +1201,10 @@ fn a_daemon_start_on_sqlite_ends_a_sigkilled_triggers_run_and_spares_a_live_one(
 fn a_ticking_daemon_sweeps_a_trigger_sigkilled_meanwhile_and_ends_its_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("state.db");
-    let script = dir.path().join("slow.json");
-    std::fs::write(&script, SLOW).expect("script");
-    let out = lionrt(
-        &db,
-        &[
-            "schedule",
-            "create",
-            "manual",
-            "--every",
-            "3600",
-            "--prompt",
-            "slow",
-            "--workspace",
-            dir.path().to_str().expect("utf-8"),
-            "--script",
-            script.to_str().expect("utf-8"),
-            "--disabled",
-        ],
-    );
-    assert!(out.status.success(), "{out:?}");
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_lionrt"))
-        .arg("--db")
-        .arg(&db)
-        .args(["daemon", "--interval", "0.1", "--recheck", "0.5"])
-        .env_remove("LIONRT_DB")
-        .process_group(0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start lionrt daemon");
-    // The daemon has started (its sweep and preamble are done: it prints
-    // its first line) before the trigger starts, so only the running
-    // daemon, not its start, can clean up.
-    let mut started = String::new();
-    let stdout = daemon.stdout.take().expect("the daemon's stdout");
-    let mut stdout = std::io::BufReader::new(stdout);
-    std::io::BufRead::read_line(&mut stdout, &mut started).expect("the daemon's first line");
-    assert!(started.contains("ticking every"), "{started}");
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    manual_schedule(dir.path(), &db, 1);
+    // The daemon has started before the trigger starts, so only the
+    // running daemon, not its start, can clean up.
+    let daemon = ticking_daemon(db.as_os_str(), None);
     let mut dead = trigger_process(&db, "manual");
     assert!(
         wait_until(Duration::from_secs(60), || sessions_with_legs(&db).len()
@@ -1232,13 +1241,7 @@ fn a_ticking_daemon_sweeps_a_trigger_sigkilled_meanwhile_and_ends_its_run() {
         "the orphaned leg's group is gone"
     );
 
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&daemon),
-        rustix::process::Signal::TERM,
-    )
-    .expect("SIGTERM the daemon");
-    let exit = daemon.wait().expect("wait for the daemon");
-    assert!(exit.success(), "{exit:?}");
+    stop_daemon(daemon);
     assert_eq!(
         count(
             &db,
@@ -1246,4 +1249,92 @@ fn a_ticking_daemon_sweeps_a_trigger_sigkilled_meanwhile_and_ends_its_run() {
         ),
         0
     );
+}
+
+/// Two hosts on one PostgreSQL store: a trigger's run on host B whose
+/// session still runs is left alone by the daemon ticking on host A, and
+/// is ended by that daemon's re-check once host B's sweep has ended its
+/// session; this host's live trigger's run is never touched.
+#[test]
+fn a_ticking_daemon_on_postgres_ends_another_hosts_trigger_run_once_its_session_ended() {
+    use lifecycle_core::{Actor, ActorType, SessionEnd, SessionStart};
+    use scheduler::{Claim, RunStart, ScheduleStore};
+
+    let Some(pg) = PgSchema::new("recheck") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    pg.create_every("remote", "3600", "p", dir.path(), &["--disabled"]);
+    let engine = state_postgres::PgEngine::open(
+        &state_postgres::PgConfig::new(state_postgres::DbUrl::new(pg.url.clone()))
+            .with_schema(pg.name.clone()),
+    )
+    .expect("open the schema");
+    let store = state_postgres::PgStore::new(engine);
+    let schedules =
+        scheduler::PgSchedules::new(store.clone(), Actor::new(ActorType::Operator, "test"));
+    let schedule_id = schedules.get("remote").expect("read").expect("stored").id;
+    let executor = Actor::new(ActorType::Executor, "test");
+    let cases = [
+        ("trigger-b", gone_owner("machine-b:host-b")),
+        (
+            "trigger-a-alive",
+            runner::current_owner(&cli_supervisor::ProcTable),
+        ),
+    ];
+    for (at, (id, owner)) in (1_i64..).zip(&cases) {
+        let start = RunStart {
+            run_id: (*id).to_owned(),
+            schedule_id: schedule_id.clone(),
+            max_concurrent: 100,
+            due_at: at,
+            fired_at: at,
+            session_id: (*id).to_owned(),
+            claimed_by: Some(claim_text("trigger", owner)),
+        };
+        let claim = schedules
+            .claim_run(&start, &Actor::new(ActorType::Scheduler, "test"))
+            .expect("claim");
+        assert_eq!(claim, Claim::Started, "{id}");
+        let s = SessionStart {
+            owner: Some(owner.clone()),
+            ..SessionStart::new(*id, "run.started.ok")
+        };
+        store.persist_session_start(&s, &executor).expect("session");
+    }
+    let status = |id: &str| {
+        schedules
+            .runs(Some("remote"), 100)
+            .expect("runs")
+            .into_iter()
+            .find(|r| r.id == id)
+            .map(|r| (r.status, r.reason))
+            .expect("the run")
+    };
+
+    let daemon = ticking_daemon(std::ffi::OsStr::new(&pg.url), Some(&pg.name));
+    // Several looks: both sessions still run, so both runs stay.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(status("trigger-b").0, "running");
+    assert_eq!(status("trigger-a-alive").0, "running");
+
+    // Host B's sweep ends its trigger's session; this host's live trigger
+    // ends its session but not yet its run.
+    for id in ["trigger-b", "trigger-a-alive"] {
+        let end = SessionEnd::new(id, "failed", runner::ORPHAN_REASON, 10);
+        store.persist_session_end(&end, &executor).expect("end");
+    }
+    assert!(
+        wait_until(Duration::from_secs(60), || status("trigger-b").0
+            != "running"),
+        "the ticking daemon ends host B's run"
+    );
+    assert_eq!(
+        status("trigger-b"),
+        ("failed".to_owned(), Some("run.failed.exception".to_owned()))
+    );
+    // Still running after as many more looks: its live trigger ends it.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(status("trigger-a-alive").0, "running");
+    stop_daemon(daemon);
 }

@@ -630,6 +630,25 @@ proptest! {
         same_both_ways(&text, name, description, limits)?;
     }
 
+    /// The word-at-a-time scan finds the first byte a JSON string cannot
+    /// hold as it is, exactly where a byte-by-byte scan finds it, whatever
+    /// the bytes around it (high bytes, neighbours of `"`, `\` and 0x20,
+    /// every alignment).
+    #[test]
+    fn the_word_scan_finds_the_first_special_byte(
+        bytes in prop::collection::vec(
+            prop_oneof![
+                3 => prop::sample::select(&[b'"', b'\\', 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff, 0x00, 0x01][..]),
+                5 => any::<u8>(),
+                4 => b'a'..=b'z',
+            ],
+            0..40,
+        ),
+    ) {
+        let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        prop_assert_eq!(super::first_special(&bytes), naive);
+    }
+
     /// A plain record read without serde_json gets exactly the result the
     /// serde_json reading gets (id, name, verdict, message, detail, error).
     #[test]
@@ -690,33 +709,6 @@ fn recycling_keeps_the_buffers() {
     assert_eq!(into_arena(&again, &mut arena), Ok(2));
     recycled = arena.recycle();
     assert_eq!(recycled.nodes.capacity(), capacity);
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: 3000,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    })]
-
-    /// The word-at-a-time scan finds the first byte a JSON string cannot
-    /// hold as it is, exactly where a byte-by-byte scan finds it, whatever
-    /// the bytes around it (high bytes, neighbours of `"`, `\` and 0x20,
-    /// every alignment).
-    #[test]
-    fn the_word_scan_finds_the_first_special_byte(
-        bytes in prop::collection::vec(
-            prop_oneof![
-                3 => prop::sample::select(&[b'"', b'\\', 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff, 0x00, 0x01][..]),
-                5 => any::<u8>(),
-                4 => b'a'..=b'z',
-            ],
-            0..40,
-        ),
-    ) {
-        let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
-        prop_assert_eq!(super::first_special(&bytes), naive);
-    }
 }
 
 proptest! {
