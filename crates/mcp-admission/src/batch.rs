@@ -1221,6 +1221,19 @@ impl RecordBatch {
         });
     }
 
+    /// Its records, copied, as [`Splitter::feed`] hands them to a callback
+    /// (for checks and diagnostics; judging needs no copy).
+    pub fn records(&self) -> Vec<RawRecord> {
+        self.each()
+            .map(|(bytes, span)| RawRecord {
+                bytes: bytes.to_vec(),
+                line: span.line,
+                index: span.index,
+                broken: span.broken.clone(),
+            })
+            .collect()
+    }
+
     /// Each record's bytes with its span.
     fn each(&self) -> impl Iterator<Item = (&[u8], &Span)> {
         let mut start = 0;

@@ -1069,41 +1069,67 @@ fn manual_schedule(dir: &Path, db: &Path, max_concurrent: u32) {
     assert!(out.status.success(), "{out:?}");
 }
 
-/// `lionrt daemon --interval 0.1 --recheck 0.3` on `db` (a PostgreSQL one
-/// in `schema`), returned once it has started: its first line is printed
-/// after its orphan sweep and preamble.
-fn ticking_daemon(db: &std::ffi::OsStr, schema: Option<&str>) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_lionrt"));
-    command
-        .arg("--db")
-        .arg(db)
-        .args(["daemon", "--interval", "0.1", "--recheck", "0.3"])
-        .env_remove("LIONRT_DB")
-        .process_group(0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    if let Some(schema) = schema {
-        command.env("LIONRT_PG_SCHEMA", schema);
+/// A running `lionrt daemon`, killed with its group if a test fails
+/// before [`Daemon::stop`].
+struct Daemon(Option<Child>);
+
+impl Daemon {
+    /// `lionrt daemon --interval 0.1 --recheck RECHECK` on `db` (a
+    /// PostgreSQL one in `schema`), returned once it has started: its
+    /// first line is printed after its orphan sweep and preamble.
+    fn start(db: &std::ffi::OsStr, schema: Option<&str>, recheck: &str) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_lionrt"));
+        command
+            .arg("--db")
+            .arg(db)
+            .args(["daemon", "--interval", "0.1", "--recheck", recheck])
+            .env_remove("LIONRT_DB")
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(schema) = schema {
+            command.env("LIONRT_PG_SCHEMA", schema);
+        }
+        let mut child = command.spawn().expect("start lionrt daemon");
+        let stdout = child.stdout.take().expect("the daemon's stdout");
+        let daemon = Self(Some(child));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut stdout = std::io::BufReader::new(stdout);
+            let mut first = String::new();
+            let _ = std::io::BufRead::read_line(&mut stdout, &mut first);
+            let _ = tx.send(first);
+            let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+        });
+        let started = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the daemon's first line");
+        assert!(started.contains("ticking every"), "{started}");
+        daemon
     }
-    let mut daemon = command.spawn().expect("start lionrt daemon");
-    let stdout = daemon.stdout.take().expect("the daemon's stdout");
-    let mut stdout = std::io::BufReader::new(stdout);
-    let mut started = String::new();
-    std::io::BufRead::read_line(&mut stdout, &mut started).expect("the daemon's first line");
-    assert!(started.contains("ticking every"), "{started}");
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    daemon
+
+    /// SIGTERM; the daemon must then exit 0.
+    fn stop(mut self) {
+        let mut child = self.0.take().expect("running");
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::TERM,
+        )
+        .expect("SIGTERM the daemon");
+        let exit = child.wait().expect("wait for the daemon");
+        assert!(exit.success(), "{exit:?}");
+    }
 }
 
-/// SIGTERM to `daemon`, which must then exit 0.
-fn stop_daemon(mut daemon: Child) {
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&daemon),
-        rustix::process::Signal::TERM,
-    )
-    .expect("SIGTERM the daemon");
-    let exit = daemon.wait().expect("wait for the daemon");
-    assert!(exit.success(), "{exit:?}");
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            if let Some(group) = rustix::process::Pid::from_raw(child.id().cast_signed()) {
+                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            }
+            let _ = child.wait();
+        }
+    }
 }
 
 fn run_of(db: &Path, session: &str) -> (String, Option<String>) {
@@ -1204,7 +1230,7 @@ fn a_ticking_daemon_sweeps_a_trigger_sigkilled_meanwhile_and_ends_its_run() {
     manual_schedule(dir.path(), &db, 1);
     // The daemon has started before the trigger starts, so only the
     // running daemon, not its start, can clean up.
-    let daemon = ticking_daemon(db.as_os_str(), None);
+    let daemon = Daemon::start(db.as_os_str(), None, "0.3");
     let mut dead = trigger_process(&db, "manual");
     assert!(
         wait_until(Duration::from_secs(60), || sessions_with_legs(&db).len()
@@ -1213,9 +1239,9 @@ fn a_ticking_daemon_sweeps_a_trigger_sigkilled_meanwhile_and_ends_its_run() {
     );
     let session = sessions_with_legs(&db).remove(0);
     let (_, pgid) = running_leg(&db).expect("the leg's group");
+    assert_eq!(run_of(&db, &session).0, "running");
     dead.kill().expect("SIGKILL the trigger");
     dead.wait().expect("reap the trigger");
-    assert_eq!(run_of(&db, &session).0, "running");
 
     let ended = wait_until(Duration::from_secs(120), || {
         run_of(&db, &session).0 != "running"
@@ -1241,7 +1267,7 @@ fn a_ticking_daemon_sweeps_a_trigger_sigkilled_meanwhile_and_ends_its_run() {
         "the orphaned leg's group is gone"
     );
 
-    stop_daemon(daemon);
+    daemon.stop();
     assert_eq!(
         count(
             &db,
@@ -1275,8 +1301,13 @@ fn a_ticking_daemon_on_postgres_ends_another_hosts_trigger_run_once_its_session_
         scheduler::PgSchedules::new(store.clone(), Actor::new(ActorType::Operator, "test"));
     let schedule_id = schedules.get("remote").expect("read").expect("stored").id;
     let executor = Actor::new(ActorType::Executor, "test");
+    // Host B's triggers (gone from here's point of view: another host),
+    // and this host's live one (this process).
     let cases = [
         ("trigger-b", gone_owner("machine-b:host-b")),
+        ("marker-b-1", gone_owner("machine-b:host-b")),
+        ("marker-b-2", gone_owner("machine-b:host-b")),
+        ("marker-b-3", gone_owner("machine-b:host-b")),
         (
             "trigger-a-alive",
             runner::current_owner(&cli_supervisor::ProcTable),
@@ -1311,30 +1342,46 @@ fn a_ticking_daemon_on_postgres_ends_another_hosts_trigger_run_once_its_session_
             .map(|r| (r.status, r.reason))
             .expect("the run")
     };
+    // Host B's sweep ends `ids`' sessions (or this host's trigger its own).
+    let end_sessions = |ids: &[&str]| {
+        for id in ids {
+            let end = SessionEnd::new(*id, "failed", runner::ORPHAN_REASON, 10);
+            store.persist_session_end(&end, &executor).expect("end");
+        }
+    };
+    let ended = ("failed".to_owned(), Some("run.failed.exception".to_owned()));
 
-    let daemon = ticking_daemon(std::ffi::OsStr::new(&pg.url), Some(&pg.name));
-    // Several looks: both sessions still run, so both runs stay.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let daemon = Daemon::start(std::ffi::OsStr::new(&pg.url), Some(&pg.name), "0.3");
+    // A marker's run ending proves re-checks ran while the other sessions
+    // still ran: their runs are left.
+    end_sessions(&["marker-b-1"]);
+    assert!(
+        wait_until(Duration::from_secs(120), || status("marker-b-1").0
+            != "running"),
+        "the ticking daemon ends a run whose session ended"
+    );
+    assert_eq!(status("marker-b-1"), ended);
     assert_eq!(status("trigger-b").0, "running");
     assert_eq!(status("trigger-a-alive").0, "running");
 
     // Host B's sweep ends its trigger's session; this host's live trigger
     // ends its session but not yet its run.
-    for id in ["trigger-b", "trigger-a-alive"] {
-        let end = SessionEnd::new(id, "failed", runner::ORPHAN_REASON, 10);
-        store.persist_session_end(&end, &executor).expect("end");
-    }
+    end_sessions(&["trigger-b", "trigger-a-alive", "marker-b-2"]);
     assert!(
-        wait_until(Duration::from_secs(60), || status("trigger-b").0
+        wait_until(Duration::from_secs(120), || {
+            status("trigger-b").0 != "running" && status("marker-b-2").0 != "running"
+        }),
+        "the ticking daemon ends host B's runs"
+    );
+    assert_eq!(status("trigger-b"), ended);
+    // Whole looks since then (a third marker ends) passed over the live
+    // trigger's run: its own to end.
+    end_sessions(&["marker-b-3"]);
+    assert!(
+        wait_until(Duration::from_secs(120), || status("marker-b-3").0
             != "running"),
-        "the ticking daemon ends host B's run"
+        "the ticking daemon looks again"
     );
-    assert_eq!(
-        status("trigger-b"),
-        ("failed".to_owned(), Some("run.failed.exception".to_owned()))
-    );
-    // Still running after as many more looks: its live trigger ends it.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
     assert_eq!(status("trigger-a-alive").0, "running");
-    stop_daemon(daemon);
+    daemon.stop();
 }

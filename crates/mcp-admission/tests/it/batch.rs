@@ -770,66 +770,95 @@ const PIECES: &[&str] = &[
     "{\"id\": 9, \"name\": \"cut",
 ];
 
+/// How an input may start: nothing, a byte order mark, or bytes that
+/// begin one and are not one.
+const STARTS: &[&[u8]] = &[
+    b"",
+    b"\xef\xbb\xbf",
+    b"\xef",
+    b"\xef\xbb",
+    b"\xefA",
+    b"\xef\xbb\xef",
+    b"\xef\xbb\xbf\xef\xbb\xbf",
+];
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
 
     /// Splitting into a packed batch (lines whole in a chunk are packed
-    /// straight from it) finds exactly the records, lines and indexes the
-    /// callback splitter finds, whatever the chunk boundaries; and the
-    /// checker's JSON Lines (which splits that way) are what rendering the
-    /// callback splitter's results gives.
+    /// straight from it) finds exactly the records (bytes, lines, indexes,
+    /// breaks) the callback splitter finds, and both find what one whole
+    /// chunk gives, whatever the chunk boundaries and however the input
+    /// starts; the checker's JSON Lines (which split that way) agree too.
     #[test]
     fn a_packed_split_finds_what_the_callback_split_finds(
+        start in prop::sample::select(STARTS),
         lines in prop::collection::vec(prop::sample::select(PIECES), 0..12),
-        bom in any::<bool>(),
         last_newline in any::<bool>(),
         cuts in prop::collection::vec(1usize..40, 1..8),
     ) {
-        let mut input = if bom { "\u{feff}".to_owned() } else { String::new() };
-        input.push_str(&lines.join("\n"));
+        let mut input = start.to_vec();
+        input.extend_from_slice(lines.join("\n").as_bytes());
         if last_newline {
-            input.push('\n');
+            input.push(b'\n');
         }
-        let bytes = input.as_bytes();
         let pieces = || {
             let mut out = Vec::new();
             let mut at = 0;
             for cut in cuts.iter().cycle() {
-                if at >= bytes.len() {
+                if at >= input.len() {
                     break;
                 }
-                let end = (at + cut).min(bytes.len());
-                out.push(&bytes[at..end]);
+                let end = (at + cut).min(input.len());
+                out.push(&input[at..end]);
                 at = end;
             }
             out
         };
-        let mut by_callback = Checker::new(OutputFormat::Table, None);
-        let mut records = Vec::new();
-        for piece in pieces() {
-            by_callback.split(piece, &mut records);
+        let by_callback = |chunks: &[&[u8]]| {
+            let mut checker = Checker::new(OutputFormat::Table, None);
+            let mut records = Vec::new();
+            for piece in chunks {
+                checker.split(piece, &mut records);
+            }
+            checker.split_finish(&mut records);
+            records
+        };
+        let whole = by_callback(&[input.as_slice()]);
+        // A byte order mark is skipped; bytes that only begin one are data.
+        let data = start.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(start);
+        if !data.is_empty() {
+            prop_assert!(
+                whole.first().is_some_and(|r| r.bytes.starts_with(data)),
+                "{:?}: {:?}",
+                input,
+                whole
+            );
         }
-        by_callback.split_finish(&mut records);
-        let want: Vec<ToolResult> = records
-            .iter()
-            .map(|r| judge_record_as(r, OutputFormat::Table))
-            .collect();
+        prop_assert_eq!(&by_callback(&pieces()), &whole, "{:?}", input);
         let mut packed = Checker::new(OutputFormat::Table, None);
         let mut batch = RecordBatch::new();
         for piece in pieces() {
             packed.split_batch(piece, &mut batch);
         }
         packed.split_finish_batch(&mut batch);
-        prop_assert_eq!(batch.judge(OutputFormat::Table), want, "{:?}", input);
+        prop_assert_eq!(&batch.records(), &whole, "{:?}", input);
 
-        let mut fed = Checker::new(OutputFormat::Jsonl, None);
-        let mut out = String::new();
-        for piece in pieces() {
-            fed.feed(piece, &mut out);
-        }
-        let tally = fed.finish(&mut out);
-        let results = check_text(&input);
-        prop_assert_eq!(out, render(&results, OutputFormat::Jsonl, None), "{:?}", input);
-        prop_assert_eq!(tally.exit_code(), exit_code(&results));
+        let fed = |chunks: &[&[u8]]| {
+            let mut checker = Checker::new(OutputFormat::Jsonl, None);
+            let mut out = String::new();
+            for piece in chunks {
+                checker.feed(piece, &mut out);
+            }
+            let tally = checker.finish(&mut out);
+            (out, tally)
+        };
+        let (out, tally) = fed(&pieces());
+        let want: Vec<ToolResult> = whole
+            .iter()
+            .map(|r| judge_record_as(r, OutputFormat::Jsonl))
+            .collect();
+        prop_assert_eq!(&out, &render(&want, OutputFormat::Jsonl, None), "{:?}", input);
+        prop_assert_eq!((out, tally), fed(&[input.as_slice()]), "{:?}", input);
     }
 }
