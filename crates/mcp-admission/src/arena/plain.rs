@@ -18,6 +18,24 @@ use super::{Arena, Slot, Str};
 /// Nesting past which the plain reader gives up (serde_json reads deeper).
 pub(crate) const MAX_DEPTH: usize = 64;
 
+/// Bytes scanned a word at a time before a string counts as long.
+const LONG: usize = 32;
+
+/// [`first_special`] past the first `at` bytes of a long string: the first
+/// quote or backslash by a vector scan, then any control byte before it
+/// (checked without an early exit, so that it vectorises too; found byte by
+/// byte only when there is one).
+#[inline(never)]
+fn long_special(bytes: &[u8], at: usize) -> Option<usize> {
+    let rest = bytes.get(at..).unwrap_or_default();
+    let end = memchr::memchr2(b'"', b'\\', rest);
+    let span = rest.get(..end.unwrap_or(rest.len())).unwrap_or_default();
+    if span.iter().fold(false, |seen, &b| seen | (b < 0x20)) {
+        return span.iter().position(|&b| b < 0x20).map(|i| at + i);
+    }
+    end.map(|i| at + i)
+}
+
 /// A cursor over plain JSON text.
 pub(crate) struct Plain<'de> {
     text: &'de str,
@@ -50,6 +68,9 @@ pub(crate) fn first_special(bytes: &[u8]) -> Option<usize> {
             return Some(at + (special.trailing_zeros() / 8) as usize);
         }
         at += 8;
+        if at == LONG {
+            return long_special(bytes, at);
+        }
     }
     // Fewer than eight bytes left: one at a time.
     let tail = bytes.get(at..)?;

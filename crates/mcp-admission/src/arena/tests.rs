@@ -630,21 +630,25 @@ proptest! {
         same_both_ways(&text, name, description, limits)?;
     }
 
-    /// The word-at-a-time scan finds the first byte a JSON string cannot
-    /// hold as it is, exactly where a byte-by-byte scan finds it, whatever
-    /// the bytes around it (high bytes, neighbours of `"`, `\` and 0x20,
-    /// every alignment).
+    /// The word-at-a-time scan (and past 32 bytes the vector scan) finds
+    /// the first byte a JSON string cannot hold as it is, exactly where a
+    /// byte-by-byte scan finds it, whatever the bytes around it (high
+    /// bytes, neighbours of `"`, `\` and 0x20, every alignment).
     #[test]
     fn the_word_scan_finds_the_first_special_byte(
-        bytes in prop::collection::vec(
+        // A plain run first (long ones reach the vector scan), then bytes
+        // of every kind.
+        plain in prop::collection::vec(prop_oneof![b'a'..=b'z', 0x80u8..=0xff], 0..90),
+        tail in prop::collection::vec(
             prop_oneof![
                 3 => prop::sample::select(&[b'"', b'\\', 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff, 0x00, 0x01][..]),
                 5 => any::<u8>(),
                 4 => b'a'..=b'z',
             ],
-            0..40,
+            0..60,
         ),
     ) {
+        let bytes = [plain, tail].concat();
         let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
         prop_assert_eq!(super::first_special(&bytes), naive);
     }
