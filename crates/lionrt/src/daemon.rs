@@ -258,12 +258,8 @@ impl Held {
 }
 
 pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
-    if !(args.interval.is_finite() && args.interval > 0.0) {
-        bail!("--interval must be a positive number of seconds");
-    }
-    if !(args.recheck.is_finite() && args.recheck > 0.0) {
-        bail!("--recheck must be a positive number of seconds");
-    }
+    seconds("--interval", args.interval)?;
+    seconds("--recheck", args.recheck)?;
     let actor = Actor::new(ActorType::Scheduler, "lionrt-daemon");
     let backend = Backend::open(db)?;
     let schedules = backend.schedules(actor);
@@ -299,6 +295,14 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
                 hooks,
             )
         }
+    }
+}
+
+/// A positive number of seconds a `Duration` can hold, or why not.
+fn seconds(flag: &str, value: f64) -> Result<Duration> {
+    match Duration::try_from_secs_f64(value) {
+        Ok(d) if value > 0.0 => Ok(d),
+        _ => bail!("{flag} must be a positive number of seconds (got {value})"),
     }
 }
 
@@ -347,8 +351,8 @@ where
         &vouched,
     )
     .context("the orphan sweep failed")?;
-    let interval = Duration::from_secs_f64(args.interval);
-    let recheck = i64::try_from(Duration::from_secs_f64(args.recheck).as_micros())
+    let interval = seconds("--interval", args.interval)?;
+    let recheck = i64::try_from(seconds("--recheck", args.recheck)?.as_micros())
         .unwrap_or(i64::MAX)
         .max(1);
     let config = SchedulerConfig {

@@ -1385,3 +1385,30 @@ fn a_ticking_daemon_on_postgres_ends_another_hosts_trigger_run_once_its_session_
     assert_eq!(status("trigger-a-alive").0, "running");
     daemon.stop();
 }
+
+/// Seconds that are not a positive number a clock can hold are refused
+/// with a message naming the flag, never a panic, before anything starts.
+#[test]
+fn the_daemon_refuses_impossible_seconds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    for (flag, value) in [
+        ("--interval", "1e30"),
+        ("--interval", "0"),
+        ("--interval", "NaN"),
+        ("--recheck", "-1"),
+        ("--recheck", "inf"),
+        ("--recheck", "1e300"),
+    ] {
+        let arg = format!("{flag}={value}");
+        let out = lionrt(&db, &["daemon", &arg, "--ticks", "1"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag} {value}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{flag} must be a positive number of seconds")),
+            "{flag} {value}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{flag} {value}: {stderr}");
+    }
+    assert!(!db.exists(), "nothing was started");
+}
