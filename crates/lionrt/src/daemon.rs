@@ -24,7 +24,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -258,8 +258,8 @@ impl Held {
 }
 
 pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
-    seconds("--interval", args.interval)?;
-    seconds("--recheck", args.recheck)?;
+    crate::seconds("--interval", args.interval)?;
+    crate::seconds("--recheck", args.recheck)?;
     let actor = Actor::new(ActorType::Scheduler, "lionrt-daemon");
     let backend = Backend::open(db)?;
     let schedules = backend.schedules(actor);
@@ -295,14 +295,6 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
                 hooks,
             )
         }
-    }
-}
-
-/// A positive number of seconds a `Duration` can hold, or why not.
-fn seconds(flag: &str, value: f64) -> Result<Duration> {
-    match Duration::try_from_secs_f64(value) {
-        Ok(d) if value > 0.0 => Ok(d),
-        _ => bail!("{flag} must be a positive number of seconds (got {value})"),
     }
 }
 
@@ -351,8 +343,8 @@ where
         &vouched,
     )
     .context("the orphan sweep failed")?;
-    let interval = seconds("--interval", args.interval)?;
-    let recheck = i64::try_from(seconds("--recheck", args.recheck)?.as_micros())
+    let interval = crate::seconds("--interval", args.interval)?;
+    let recheck = i64::try_from(crate::seconds("--recheck", args.recheck)?.as_micros())
         .unwrap_or(i64::MAX)
         .max(1);
     let config = SchedulerConfig {

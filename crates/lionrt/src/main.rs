@@ -120,6 +120,15 @@ enum Command {
     },
 }
 
+/// A positive number of seconds a `Duration` can hold (for `--interval`,
+/// `--recheck`, `--watch`), or why not: never a panic on `1e30` or `inf`.
+pub(crate) fn seconds(flag: &str, value: f64) -> anyhow::Result<std::time::Duration> {
+    match std::time::Duration::try_from_secs_f64(value) {
+        Ok(d) if value > 0.0 => Ok(d),
+        _ => anyhow::bail!("{flag} must be a positive number of seconds (got {value})"),
+    }
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use state_sqlite::{Engine, EngineConfig, Store};
@@ -81,9 +81,7 @@ fn home_dir(sub: &str) -> Result<PathBuf> {
 }
 
 fn config(args: &MirrorArgs) -> Result<MirrorConfig> {
-    if !(args.interval.is_finite() && args.interval > 0.0) {
-        bail!("--interval must be a positive number of seconds");
-    }
+    crate::seconds("--interval", args.interval)?;
     let claude = matches!(args.source, SourceArg::Both | SourceArg::Claude);
     let codex = matches!(args.source, SourceArg::Both | SourceArg::Codex);
     Ok(MirrorConfig {
@@ -192,7 +190,7 @@ pub(crate) fn run(db: &Path, json: bool, args: MirrorArgs) -> Result<ExitCode> {
             ExitCode::from(2)
         });
     }
-    let interval = Duration::from_secs_f64(args.interval);
+    let interval = crate::seconds("--interval", args.interval)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

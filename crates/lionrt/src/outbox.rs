@@ -451,10 +451,7 @@ where
         print_report(json, &report);
         return Ok(());
     };
-    if !(interval.is_finite() && interval > 0.0) {
-        bail!("--watch needs a positive interval in seconds");
-    }
-    let interval = Duration::from_secs_f64(interval);
+    let interval = crate::seconds("--watch", interval)?;
     let workers = args.concurrency;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

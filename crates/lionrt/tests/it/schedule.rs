@@ -1387,7 +1387,8 @@ fn a_ticking_daemon_on_postgres_ends_another_hosts_trigger_run_once_its_session_
 }
 
 /// Seconds that are not a positive number a clock can hold are refused
-/// with a message naming the flag, never a panic, before anything starts.
+/// with a message naming the flag, never a panic (the daemon's before
+/// anything starts; the mirror's and the outbox watch's too).
 #[test]
 fn the_daemon_refuses_impossible_seconds() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1411,4 +1412,19 @@ fn the_daemon_refuses_impossible_seconds() {
         assert!(!stderr.contains("panicked"), "{flag} {value}: {stderr}");
     }
     assert!(!db.exists(), "nothing was started");
+    // The other loops' intervals alike.
+    assert!(lionrt(&db, &["state", "init"]).status.success());
+    for (args, flag) in [
+        (&["mirror", "--interval=1e30"][..], "--interval"),
+        (&["outbox", "deliver", "--watch=1e30"][..], "--watch"),
+        (&["outbox", "deliver", "--watch=-0"][..], "--watch"),
+    ] {
+        let out = lionrt(&db, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{flag} must be a positive number of seconds")),
+            "{args:?}: {stderr}"
+        );
+    }
 }
