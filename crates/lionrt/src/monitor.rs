@@ -5,7 +5,6 @@
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
@@ -37,7 +36,8 @@ pub(crate) fn run(db: &Path, json: bool, args: MonitorArgs) -> Result<ExitCode> 
 /// The monitor on either store.
 fn watch<B: Backend>(backend: &B, json: bool, args: &MonitorArgs) -> Result<ExitCode> {
     let redraw = args.watch && std::io::stdout().is_terminal() && !json;
-    let interval = Duration::from_secs_f64(args.interval.clamp(0.1, 3600.0));
+    // Clamped to 0.1 s .. 1 h; NaN is refused, not clamped.
+    let interval = crate::seconds("--interval", args.interval.clamp(0.1, 3600.0))?;
     let mut drawn = 0u64;
     loop {
         let flight = backend.reader().in_flight()?;

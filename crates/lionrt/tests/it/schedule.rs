@@ -1388,7 +1388,8 @@ fn a_ticking_daemon_on_postgres_ends_another_hosts_trigger_run_once_its_session_
 
 /// Seconds that are not a positive number a clock can hold are refused
 /// with a message naming the flag, never a panic (the daemon's before
-/// anything starts; the mirror's and the outbox watch's too).
+/// anything starts; the mirror's, the outbox watch's and the monitor's
+/// too).
 #[test]
 fn the_daemon_refuses_impossible_seconds() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1418,6 +1419,7 @@ fn the_daemon_refuses_impossible_seconds() {
         (&["mirror", "--interval=1e30"][..], "--interval"),
         (&["outbox", "deliver", "--watch=1e30"][..], "--watch"),
         (&["outbox", "deliver", "--watch=-0"][..], "--watch"),
+        (&["monitor", "--interval=NaN"][..], "--interval"),
     ] {
         let out = lionrt(&db, args);
         let stderr = String::from_utf8_lossy(&out.stderr);
