@@ -807,6 +807,72 @@ fn the_daemon_on_postgres_drives_the_outbox_due_scan() {
     );
 }
 
+/// A disabled hourly schedule `remote` on a PostgreSQL schema, with its
+/// store, for runs claimed and sessions recorded as other processes (and
+/// hosts) would.
+struct Remote {
+    store: state_postgres::PgStore,
+    schedules: scheduler::PgSchedules,
+    schedule_id: String,
+}
+
+impl Remote {
+    fn new(pg: &PgSchema, workspace: &Path) -> Self {
+        use lifecycle_core::{Actor, ActorType};
+        pg.create_every("remote", "3600", "p", workspace, &["--disabled"]);
+        let engine = state_postgres::PgEngine::open(
+            &state_postgres::PgConfig::new(state_postgres::DbUrl::new(pg.url.clone()))
+                .with_schema(pg.name.clone()),
+        )
+        .expect("open the schema");
+        let store = state_postgres::PgStore::new(engine);
+        let schedules =
+            scheduler::PgSchedules::new(store.clone(), Actor::new(ActorType::Operator, "test"));
+        let schedule_id = scheduler::ScheduleStore::get(&schedules, "remote")
+            .expect("read")
+            .expect("stored")
+            .id;
+        Self {
+            store,
+            schedules,
+            schedule_id,
+        }
+    }
+
+    /// Run `id` (its session `id` too), due at `at`, claimed by `claimed_by`.
+    fn claim(&self, id: &str, at: i64, claimed_by: Option<String>) {
+        use lifecycle_core::{Actor, ActorType};
+        let start = scheduler::RunStart {
+            run_id: id.to_owned(),
+            schedule_id: self.schedule_id.clone(),
+            max_concurrent: 100,
+            due_at: at,
+            fired_at: at,
+            session_id: id.to_owned(),
+            claimed_by,
+        };
+        let claim = scheduler::ScheduleStore::claim_run(
+            &self.schedules,
+            &start,
+            &Actor::new(ActorType::Scheduler, "test"),
+        )
+        .expect("claim");
+        assert_eq!(claim, scheduler::Claim::Started, "{id}");
+    }
+
+    /// Session `id` recorded `running`, owned by `owner`.
+    fn start_session(&self, id: &str, owner: &lifecycle_core::OwnerRecord) {
+        use lifecycle_core::{Actor, ActorType, SessionStart};
+        let s = SessionStart {
+            owner: Some(owner.clone()),
+            ..SessionStart::new(id, "run.started.ok")
+        };
+        self.store
+            .persist_session_start(&s, &Actor::new(ActorType::Executor, "test"))
+            .expect("session");
+    }
+}
+
 /// A claim as a scheduler stores it on a run's `leased_by`: its role
 /// (`daemon` or `trigger`) and its process as a session owner.
 fn claim_text(role: &str, owner: &lifecycle_core::OwnerRecord) -> String {
@@ -876,23 +942,15 @@ impl Drop for LiveLeg {
 /// B's dead daemon's run ends with no signal sent.
 #[test]
 fn a_daemon_starting_on_postgres_leaves_another_hosts_trigger_run_running() {
-    use lifecycle_core::{Actor, ActorType, SessionStart, leg_columns};
-    use scheduler::{Claim, RunStart, ScheduleStore};
+    use lifecycle_core::leg_columns;
+    use scheduler::ScheduleStore;
 
     let Some(pg) = PgSchema::new("claims") else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    pg.create_every("remote", "3600", "p", dir.path(), &["--disabled"]);
-    let engine = state_postgres::PgEngine::open(
-        &state_postgres::PgConfig::new(state_postgres::DbUrl::new(pg.url.clone()))
-            .with_schema(pg.name.clone()),
-    )
-    .expect("open the schema");
-    let store = state_postgres::PgStore::new(engine);
-    let schedules =
-        scheduler::PgSchedules::new(store.clone(), Actor::new(ActorType::Operator, "test"));
-    let schedule_id = schedules.get("remote").expect("read").expect("stored").id;
+    let remote = Remote::new(&pg, dir.path());
+    let (store, schedules) = (&remote.store, &remote.schedules);
 
     let host_a = runner::host_id().expect("this host has an identity");
     let host_b = "machine-b:host-b";
@@ -929,27 +987,9 @@ fn a_daemon_starting_on_postgres_leaves_another_hosts_trigger_run_running() {
         ("trigger-a-alive", Some("trigger"), alive_here, true, false),
     ];
     for (at, (id, role, owner, recorded, with_leg)) in (1_i64..).zip(&cases) {
-        let start = RunStart {
-            run_id: (*id).to_owned(),
-            schedule_id: schedule_id.clone(),
-            max_concurrent: 100,
-            due_at: at,
-            fired_at: at,
-            session_id: (*id).to_owned(),
-            claimed_by: role.map(|r| claim_text(r, owner)),
-        };
-        let claim = schedules
-            .claim_run(&start, &Actor::new(ActorType::Scheduler, "test"))
-            .expect("claim");
-        assert_eq!(claim, Claim::Started, "{id}");
+        remote.claim(id, at, role.map(|r| claim_text(r, owner)));
         if *recorded {
-            let s = SessionStart {
-                owner: Some(owner.clone()),
-                ..SessionStart::new(*id, "run.started.ok")
-            };
-            store
-                .persist_session_start(&s, &Actor::new(ActorType::Executor, "test"))
-                .expect("session");
+            remote.start_session(id, owner);
             if *with_leg {
                 assert!(
                     store
@@ -1012,8 +1052,8 @@ fn a_daemon_starting_on_postgres_leaves_another_hosts_trigger_run_running() {
         ["daemon-a-gone", "daemon-b", "trigger-a-gone"],
         "{report}"
     );
-    drop(schedules);
-    drop(store);
+    // The store is closed before the schema is dropped.
+    drop(remote);
 }
 
 fn trigger_process(db: &Path, name: &str) -> Child {
@@ -1283,23 +1323,15 @@ fn a_ticking_daemon_sweeps_a_trigger_sigkilled_meanwhile_and_ends_its_run() {
 /// session; this host's live trigger's run is never touched.
 #[test]
 fn a_ticking_daemon_on_postgres_ends_another_hosts_trigger_run_once_its_session_ended() {
-    use lifecycle_core::{Actor, ActorType, SessionEnd, SessionStart};
-    use scheduler::{Claim, RunStart, ScheduleStore};
+    use lifecycle_core::{Actor, ActorType, SessionEnd};
+    use scheduler::ScheduleStore;
 
     let Some(pg) = PgSchema::new("recheck") else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    pg.create_every("remote", "3600", "p", dir.path(), &["--disabled"]);
-    let engine = state_postgres::PgEngine::open(
-        &state_postgres::PgConfig::new(state_postgres::DbUrl::new(pg.url.clone()))
-            .with_schema(pg.name.clone()),
-    )
-    .expect("open the schema");
-    let store = state_postgres::PgStore::new(engine);
-    let schedules =
-        scheduler::PgSchedules::new(store.clone(), Actor::new(ActorType::Operator, "test"));
-    let schedule_id = schedules.get("remote").expect("read").expect("stored").id;
+    let remote = Remote::new(&pg, dir.path());
+    let (store, schedules) = (&remote.store, &remote.schedules);
     let executor = Actor::new(ActorType::Executor, "test");
     // Host B's triggers (gone from here's point of view: another host),
     // and this host's live one (this process).
@@ -1314,24 +1346,8 @@ fn a_ticking_daemon_on_postgres_ends_another_hosts_trigger_run_once_its_session_
         ),
     ];
     for (at, (id, owner)) in (1_i64..).zip(&cases) {
-        let start = RunStart {
-            run_id: (*id).to_owned(),
-            schedule_id: schedule_id.clone(),
-            max_concurrent: 100,
-            due_at: at,
-            fired_at: at,
-            session_id: (*id).to_owned(),
-            claimed_by: Some(claim_text("trigger", owner)),
-        };
-        let claim = schedules
-            .claim_run(&start, &Actor::new(ActorType::Scheduler, "test"))
-            .expect("claim");
-        assert_eq!(claim, Claim::Started, "{id}");
-        let s = SessionStart {
-            owner: Some(owner.clone()),
-            ..SessionStart::new(*id, "run.started.ok")
-        };
-        store.persist_session_start(&s, &executor).expect("session");
+        remote.claim(id, at, Some(claim_text("trigger", owner)));
+        remote.start_session(id, owner);
     }
     let status = |id: &str| {
         schedules
