@@ -87,12 +87,12 @@ pub(crate) fn live_trigger(claimed_by: Option<&str>) -> bool {
         )
 }
 
-/// Whether `claimed_by` names a process on this host that is still
-/// running (a trigger whose session has ended but which has not yet ended
-/// its run): its run is its own to end.
-pub(crate) fn alive_here(claimed_by: Option<&str>) -> bool {
+/// Whether `claimed_by` names a process on this host (`here`) that is
+/// still running (a trigger whose session has ended but which has not yet
+/// ended its run): its run is its own to end.
+pub(crate) fn alive_here(claimed_by: Option<&str>, here: &Here) -> bool {
     let Some(claimer) = read(claimed_by) else {
         return false;
     };
-    runner::owner_state(Some(&claimer.owner), &ProcTable, &Here::detect(true)) == OwnerState::Alive
+    runner::owner_state(Some(&claimer.owner), &ProcTable, here) == OwnerState::Alive
 }

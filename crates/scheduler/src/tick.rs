@@ -485,10 +485,10 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
                 return ended;
             }
         };
+        // This host, read once per look (only for runs whose session ended).
+        let mut here = None;
         for run in runs {
-            if run.claimed_by.as_deref() == Some(self.claimer.as_str())
-                || claimer::alive_here(run.claimed_by.as_deref())
-            {
+            if run.claimed_by.as_deref() == Some(self.claimer.as_str()) {
                 continue;
             }
             let Some(session) = run.session_id.as_deref() else {
@@ -506,6 +506,10 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             let Some((status, reason, detail)) = run_end(Some(session), Some(found)) else {
                 continue;
             };
+            let here = here.get_or_insert_with(|| runner::Here::detect(true));
+            if claimer::alive_here(run.claimed_by.as_deref(), here) {
+                continue;
+            }
             if !self.ended_sessions_seen.contains(&run.id) {
                 seen.insert(run.id);
                 continue;
