@@ -1713,9 +1713,21 @@ fn push_id(out: &mut String, id: Option<&Value>) {
     }
 }
 
-/// Appends `n` in decimal (the digits serde_json writes: it uses `itoa` too).
-fn push_u64(out: &mut String, n: u64) {
-    out.push_str(itoa::Buffer::new().format(n));
+/// Appends `n` in decimal.
+fn push_u64(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
+    }
 }
 
 /// Appends `s` as a JSON string literal.
