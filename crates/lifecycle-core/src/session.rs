@@ -61,6 +61,10 @@ pub struct Usage {
     pub num_turns: Option<i64>,
     /// Duration in milliseconds.
     pub duration_ms: Option<i64>,
+    /// The model the provider reported serving the run (its latest turn's),
+    /// where it reported one: written to the session's `model` column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A session end event.

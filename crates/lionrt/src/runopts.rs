@@ -39,7 +39,7 @@ pub(crate) struct AgentArgs {
     idle_timeout: Option<u64>,
 }
 
-/// The request fields `run` sets from its own flags.
+/// The neutral request fields `run` sets from its own flags.
 const OWN_FLAGS: &[(&str, &str)] = &[
     ("model", "--model"),
     ("effort", "--effort"),
@@ -47,6 +47,26 @@ const OWN_FLAGS: &[(&str, &str)] = &[
     ("prompt", "--prompt"),
     ("workspace", "--workspace"),
 ];
+
+/// The `run` flag that sets `spec`, when the provider fills that field from
+/// a neutral request field (pi's `thinking` from `--effort`, its `session`
+/// from `--resume`) rather than taking it as a `--set` option.
+fn own_flag(spec: &FlagSpec) -> Option<&'static str> {
+    let neutral = spec.neutral_field()?;
+    OWN_FLAGS
+        .iter()
+        .find(|(own, _)| *own == neutral)
+        .map(|(_, flag)| *flag)
+}
+
+/// The `--set` keys of `provider`: its flag fields that no `run` flag sets.
+pub(crate) fn option_keys(provider: ProviderName) -> Vec<&'static str> {
+    flag_specs(provider)
+        .iter()
+        .filter(|s| own_flag(s).is_none())
+        .map(|s| s.field)
+        .collect()
+}
 
 /// The flag metadata of a provider.
 pub(crate) fn flag_specs(provider: ProviderName) -> &'static [FlagSpec] {
@@ -74,11 +94,7 @@ pub(crate) fn parse_sets(provider: ProviderName, sets: &[String]) -> Result<Map<
     let specs = flag_specs(provider);
     let label = provider_label(provider);
     let keys = || {
-        let names: Vec<&str> = specs
-            .iter()
-            .map(|s| s.field)
-            .filter(|f| !OWN_FLAGS.iter().any(|(own, _)| own == f))
-            .collect();
+        let names = option_keys(provider);
         if names.is_empty() {
             format!("the {label} provider takes no options")
         } else {
@@ -102,6 +118,12 @@ pub(crate) fn parse_sets(provider: ProviderName, sets: &[String]) -> Result<Map<
                 keys()
             );
         };
+        if let Some(flag) = own_flag(spec) {
+            bail!(
+                "--set {key}: the {label} provider sets {} from {flag}; use {flag} instead",
+                spec.flag
+            );
+        }
         if out.contains_key(key) {
             bail!("--set {key} is given twice");
         }
@@ -277,5 +299,79 @@ mod tests {
         let e =
             parse_sets(ProviderName::Pi, &["tools=a".into(), "tools=b".into()]).expect_err("twice");
         assert!(format!("{e:#}").contains("twice"), "{e:#}");
+    }
+
+    const PROVIDERS: [ProviderName; 5] = [
+        ProviderName::Scripted,
+        ProviderName::Claude,
+        ProviderName::Codex,
+        ProviderName::Gemini,
+        ProviderName::Pi,
+    ];
+
+    /// A value of the shape `kind` takes, as `--set` reads it.
+    fn sample(kind: FlagKind) -> &'static str {
+        match kind {
+            FlagKind::Value => "3",
+            FlagKind::Bool | FlagKind::BoolPair { .. } => "true",
+            FlagKind::JsonValue => "{}",
+            _ => "a,b",
+        }
+    }
+
+    /// Every key `--set help=1` lists is accepted, by `--set` and by the
+    /// provider's own dry run; every field of the provider's flag table
+    /// that help leaves out is one a `run` flag sets, and `--set` names
+    /// that flag (pi's thinking and session, gemini's conversation were
+    /// listed and then refused).
+    #[test]
+    fn help_lists_exactly_the_keys_that_are_accepted() {
+        for provider in PROVIDERS {
+            let help = format!(
+                "{:#}",
+                parse_sets(provider, &["help=1".into()]).expect_err("help")
+            );
+            let listed = option_keys(provider);
+            for spec in flag_specs(provider) {
+                let set = format!("{}={}", spec.field, sample(spec.kind));
+                let parsed = parse_sets(provider, std::slice::from_ref(&set));
+                if listed.contains(&spec.field) {
+                    assert!(help.contains(spec.field), "{help} lacks {}", spec.field);
+                    let kwargs = parsed.unwrap_or_else(|e| panic!("--set {set}: {e:#}"));
+                    let request = AgentRequest {
+                        prompt: "p".into(),
+                        workspace: Some(std::env::temp_dir()),
+                        kwargs,
+                        ..AgentRequest::default()
+                    };
+                    let checked = match provider {
+                        ProviderName::Scripted => Ok(()),
+                        ProviderName::Claude => {
+                            dry_run(&providers_claude::ClaudeProvider::default(), &request)
+                        }
+                        ProviderName::Codex => {
+                            dry_run(&providers_codex::CodexProvider::default(), &request)
+                        }
+                        ProviderName::Gemini => {
+                            dry_run(&providers_gemini::GeminiProvider::default(), &request)
+                        }
+                        ProviderName::Pi => dry_run(&providers_pi::PiProvider::default(), &request),
+                    };
+                    // Another refusal (a value the CLI would not take) is
+                    // the provider's to make; an unknown field never is.
+                    if let Err(e) = checked {
+                        let e = format!("{e:#}");
+                        assert!(
+                            !e.contains(&format!("unknown cli field {:?}", spec.field)),
+                            "{provider:?}: --set {set} is listed but the provider refuses it: {e}"
+                        );
+                    }
+                } else {
+                    let e = format!("{:#}", parsed.expect_err("not an option"));
+                    let flag = own_flag(spec).expect("only run's own flags are left out");
+                    assert!(e.contains(&format!("use {flag}")), "{e}");
+                }
+            }
+        }
     }
 }

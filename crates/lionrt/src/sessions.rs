@@ -216,8 +216,10 @@ fn print_show(r: &SessionRow) {
     ));
     out::line(format!(
         "cost       {}",
+        // No cost reported is "unpriced", never $0: a CLI that gives no
+        // price (codex, gemini) did not run for free.
         r.total_cost_usd
-            .map_or("-".to_owned(), |c| format!("${c:.4}"))
+            .map_or("unpriced".to_owned(), |c| format!("${c:.4}"))
     ));
     out::line(format!("turns      {}", num(r.num_turns)));
     out::line(format!(

@@ -10,6 +10,20 @@ use serde_json::Value;
 pub struct ClaudeParser {
     session_id: Option<String>,
     finished: bool,
+    /// The model `system/init` names (may carry a `[1m]` context suffix).
+    init_model: Option<String>,
+    /// The model of the latest real (not synthetic) assistant message.
+    turn_model: Option<String>,
+    /// The class and text of a synthetic API-error message, kept for the
+    /// result, which carries the HTTP status.
+    api_error: Option<(String, Option<String>)>,
+}
+
+/// The model id without the context-window suffix Claude Code appends to
+/// it in `system/init` and `modelUsage` (`claude-opus-4-8[1m]`).
+fn model_id(raw: &str) -> Option<String> {
+    let id = raw.split_once('[').map_or(raw, |(id, _)| id).trim();
+    (!id.is_empty() && id != "<synthetic>").then(|| id.to_owned())
 }
 
 fn u64_at(v: &Value, key: &str) -> Option<u64> {
@@ -30,9 +44,27 @@ impl ClaudeParser {
         }
     }
 
-    fn assistant(v: &Value, out: &mut Vec<StreamEvent>) {
-        let blocks = v
-            .get("message")
+    fn assistant(&mut self, v: &Value, out: &mut Vec<StreamEvent>) {
+        let message = v.get("message");
+        // A synthetic API-error message names its class at the top level;
+        // its text is the CLI's description of the error, not the model's
+        // answer, and the `result` that follows carries the status.
+        if let Some(code) = str_at(v, "error") {
+            let text = message
+                .and_then(|m| m.get("content"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|b| str_at(b, "text"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            self.api_error = Some((code.to_owned(), (!text.is_empty()).then_some(text)));
+            return;
+        }
+        if let Some(model) = message.and_then(|m| str_at(m, "model")).and_then(model_id) {
+            self.turn_model = Some(model);
+        }
+        let blocks = message
             .and_then(|m| m.get("content"))
             .and_then(Value::as_array);
         for block in blocks.into_iter().flatten() {
@@ -55,14 +87,22 @@ impl ClaudeParser {
                 _ => {}
             }
         }
-        // A synthetic API-error message names its class at the top level;
-        // the `result` that follows carries the verdict.
-        if let Some(code) = str_at(v, "error") {
-            out.push(StreamEvent::error(
-                ErrorKind::Warning,
-                format!("api error: {code}"),
-            ));
-        }
+    }
+
+    /// The run's model: the latest real assistant turn's, else the one
+    /// `modelUsage` spent the most output on, else the one `init` named.
+    fn run_model(&self, result: &Value) -> Option<String> {
+        let by_usage = || {
+            let models = result.get("modelUsage")?.as_object()?;
+            models
+                .iter()
+                .max_by_key(|(_, u)| u64_at(u, "outputTokens").unwrap_or(0))
+                .and_then(|(name, _)| model_id(name))
+        };
+        self.turn_model
+            .clone()
+            .or_else(by_usage)
+            .or_else(|| self.init_model.as_deref().and_then(model_id))
     }
 
     fn user(v: &Value, out: &mut Vec<StreamEvent>) {
@@ -96,11 +136,26 @@ impl ClaudeParser {
                     .get("total_cost_usd")
                     .or_else(|| v.get("cost_usd"))
                     .and_then(Value::as_f64),
+                model: self.run_model(v),
+                num_turns: u64_at(v, "num_turns"),
+                duration_ms: u64_at(v, "duration_ms"),
                 ..Usage::default()
             }));
         }
         let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false);
         let text = str_at(v, "result").map(str::to_owned);
+        let status = u64_at(v, "api_error_status").and_then(|s| u16::try_from(s).ok());
+        let api_class = self.api_error.take();
+        if is_error && (status.is_some() || api_class.is_some()) {
+            let (class, said) = api_class.map_or((None, None), |(c, t)| (Some(c), t));
+            out.push(StreamEvent::ApiError {
+                class,
+                status,
+                message: said
+                    .or_else(|| text.clone())
+                    .unwrap_or_else(|| "the model API answered with an error".into()),
+            });
+        }
         let error = is_error.then(|| {
             let errors: Vec<&str> = v
                 .get("errors")
@@ -132,10 +187,15 @@ impl StreamParser for ClaudeParser {
             return vec![StreamEvent::error(ErrorKind::BadShape, "event has no type")];
         };
         match kind {
-            "system" if str_at(v, "subtype") == Some("init") => self.note_session(v, &mut out),
+            "system" if str_at(v, "subtype") == Some("init") => {
+                if let Some(m) = str_at(v, "model") {
+                    self.init_model = Some(m.to_owned());
+                }
+                self.note_session(v, &mut out);
+            }
             "assistant" => {
                 self.note_session(v, &mut out);
-                Self::assistant(v, &mut out);
+                self.assistant(v, &mut out);
             }
             "user" => Self::user(v, &mut out),
             // One run has one verdict: a second result is malformed input.

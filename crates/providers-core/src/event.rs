@@ -2,9 +2,12 @@
 
 use serde::Serialize;
 
-/// Token counts reported by a provider. Fields a provider does not report
-/// stay `None`; counts are replaced, never summed, because several CLIs
-/// report cumulative totals.
+/// Token counts reported by a provider: the run's totals so far.
+///
+/// Fields a provider does not report stay `None` (a missing cost is
+/// "unpriced", never 0). Each report replaces the one before, so a parser
+/// whose CLI reports usage per message (pi) sums the messages itself, and
+/// one whose CLI reports running totals passes them on as they are.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Usage {
     /// Input (prompt) tokens.
@@ -21,8 +24,13 @@ pub struct Usage {
     pub total_tokens: Option<u64>,
     /// Cost in US dollars, where reported.
     pub cost_usd: Option<f64>,
-    /// The model the counts belong to, where reported.
+    /// The model of the latest turn, where reported.
     pub model: Option<String>,
+    /// Model turns (API round trips) of the run, where reported.
+    pub num_turns: Option<u64>,
+    /// The run's duration in milliseconds as the CLI measured it, where
+    /// reported.
+    pub duration_ms: Option<u64>,
 }
 
 /// How a run ended according to its own output.
@@ -100,6 +108,18 @@ pub enum StreamEvent {
     /// The stream ended normally on a sentinel that looks like an error
     /// (codex's `{"type":"error","error":{}}` after a resumed session).
     BenignEnd,
+    /// The model API answered with an error (authentication, rate limit,
+    /// overload, ...). The CLI's synthetic text for it is carried here and
+    /// never reported as assistant text.
+    ApiError {
+        /// The error's class as the CLI names it (`authentication_failed`,
+        /// `rate_limit`, ...), where given.
+        class: Option<String>,
+        /// The HTTP status of the API's answer, where given.
+        status: Option<u16>,
+        /// The CLI's description of it.
+        message: String,
+    },
     /// Something went wrong; parsing continues after it.
     Error {
         /// What kind of problem.

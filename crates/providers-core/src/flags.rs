@@ -54,12 +54,38 @@ pub struct FlagSpec {
     pub flag: &'static str,
     /// How the value is rendered.
     pub kind: FlagKind,
+    /// The provider-neutral [`AgentRequest`](crate::AgentRequest) field this
+    /// one is filled from (`"effort"`, `"resume"`, `"model"`, ...), when the
+    /// provider derives it rather than taking it as an option: callers set
+    /// it through that neutral field, never directly.
+    pub set_by: Option<&'static str>,
 }
 
 impl FlagSpec {
     /// A spec for `field` rendered as `flag` with `kind`.
     pub const fn new(field: &'static str, flag: &'static str, kind: FlagKind) -> Self {
-        Self { field, flag, kind }
+        Self {
+            field,
+            flag,
+            kind,
+            set_by: None,
+        }
+    }
+
+    /// The same spec, filled from the neutral request field `neutral`
+    /// (see [`FlagSpec::set_by`]).
+    #[must_use]
+    pub const fn set_by(mut self, neutral: &'static str) -> Self {
+        self.set_by = Some(neutral);
+        self
+    }
+
+    /// The neutral field that fills this one: its [`FlagSpec::set_by`], or
+    /// the field itself when it bears a neutral field's name.
+    pub fn neutral_field(&self) -> Option<&'static str> {
+        const NEUTRAL: &[&str] = &["prompt", "model", "effort", "workspace", "resume"];
+        self.set_by
+            .or_else(|| NEUTRAL.iter().copied().find(|n| *n == self.field))
     }
 }
 

@@ -29,7 +29,7 @@ pub fn resolve_provider_name(name: &str) -> Result<&'static str, Error> {
 /// model's display suffix.
 pub const AGY_FLAGS: &[FlagSpec] = &[
     FlagSpec::new("model", "--model", FlagKind::Value),
-    FlagSpec::new("conversation", "--conversation", FlagKind::Value),
+    FlagSpec::new("conversation", "--conversation", FlagKind::Value).set_by("resume"),
     FlagSpec::new("add_dir", "--add-dir", FlagKind::Repeat),
     FlagSpec::new("json_schema", "--json-schema", FlagKind::Value),
     FlagSpec::new("print_timeout", "--print-timeout", FlagKind::Value),

@@ -11,14 +11,77 @@ use serde_json::Value;
 /// top-level `done` ends the stream, an assistant-message `done` ends one
 /// message; either may carry the final message, whose model and usage are
 /// remembered.
+///
+/// pi reports usage per assistant message, so the run's usage is the sum
+/// over its messages: each `message_end` adds its message's usage once and
+/// reports the running total with that turn's model. The copies of a
+/// message that `done`, `turn_end` and `agent_end` repeat are not counted
+/// again; only a stream with no `message_end` at all takes its usage from
+/// the end event's messages.
 #[derive(Debug, Default, Clone)]
 pub struct PiParser {
     session_id: Option<String>,
     model: Option<String>,
+    /// The latest finished message's usage, until the end sums it up when no
+    /// `message_end` came.
     usage: Option<Value>,
+    /// The sum over `message_end` messages, and how many were added.
+    total: UsageSum,
+    counted: u64,
     last_text: Option<String>,
     stop_error: Option<String>,
     finished: bool,
+}
+
+/// Usage summed over messages; a count no message reported stays unknown.
+#[derive(Debug, Default, Clone)]
+struct UsageSum {
+    input: Option<u64>,
+    output: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+    total: Option<u64>,
+    cost: Option<f64>,
+}
+
+impl UsageSum {
+    fn add(&mut self, u: &Value) {
+        let add = |slot: &mut Option<u64>, key: &str| {
+            if let Some(n) = u.get(key).and_then(Value::as_u64) {
+                *slot = Some(slot.unwrap_or(0).saturating_add(n));
+            }
+        };
+        add(&mut self.input, "input");
+        add(&mut self.output, "output");
+        add(&mut self.cache_read, "cacheRead");
+        add(&mut self.cache_write, "cacheWrite");
+        add(&mut self.total, "totalTokens");
+        if let Some(c) = u
+            .get("cost")
+            .and_then(|c| c.get("total"))
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite())
+        {
+            self.cost = Some(self.cost.unwrap_or(0.0) + c);
+        }
+    }
+
+    fn event(&self, model: Option<String>) -> StreamEvent {
+        StreamEvent::Usage(Usage {
+            input_tokens: self.input,
+            output_tokens: self.output,
+            cached_input_tokens: self.cache_read,
+            cache_write_tokens: self.cache_write,
+            total_tokens: self.total,
+            cost_usd: self.cost,
+            model,
+            ..Usage::default()
+        })
+    }
+}
+
+fn is_assistant(m: &Value) -> bool {
+    m.is_object() && str_at(m, "role").is_none_or(|r| r == "assistant")
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -62,30 +125,50 @@ impl PiParser {
         }
     }
 
-    fn usage_event(&self) -> Option<StreamEvent> {
-        let u = self.usage.as_ref()?;
-        let n = |k: &str| u.get(k).and_then(Value::as_u64);
-        Some(StreamEvent::Usage(Usage {
-            input_tokens: n("input"),
-            output_tokens: n("output"),
-            cached_input_tokens: n("cacheRead"),
-            cache_write_tokens: n("cacheWrite"),
-            total_tokens: n("totalTokens"),
-            cost_usd: u
-                .get("cost")
-                .and_then(|c| c.get("total"))
-                .and_then(Value::as_f64),
-            model: self.model.clone(),
-            ..Usage::default()
-        }))
+    /// One assistant message ended: its usage joins the run's total.
+    fn count(&mut self, m: &Value, out: &mut Vec<StreamEvent>) {
+        if !is_assistant(m) {
+            return;
+        }
+        self.remember(m);
+        if let Some(u) = m.get("usage").filter(|u| u.is_object()) {
+            self.total.add(u);
+            self.counted += 1;
+            out.push(self.total.event(self.model.clone()));
+        }
     }
 
-    fn end(&mut self, out: &mut Vec<StreamEvent>) {
+    /// The usage of a stream that had no `message_end`: the sum over the
+    /// end event's assistant messages, else the last finished message's.
+    fn fallback_usage(&self, end: &Value) -> Option<StreamEvent> {
+        let mut sum = UsageSum::default();
+        let mut any = false;
+        for m in end
+            .get("messages")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|m| is_assistant(m))
+        {
+            if let Some(u) = m.get("usage").filter(|u| u.is_object()) {
+                sum.add(u);
+                any = true;
+            }
+        }
+        if !any {
+            sum.add(self.usage.as_ref()?);
+        }
+        Some(sum.event(self.model.clone()))
+    }
+
+    fn end(&mut self, end: &Value, out: &mut Vec<StreamEvent>) {
         if self.finished {
             return;
         }
         self.finished = true;
-        out.extend(self.usage_event());
+        if self.counted == 0 {
+            out.extend(self.fallback_usage(end));
+        }
         out.push(StreamEvent::Final(FinalResult {
             is_error: self.stop_error.is_some(),
             text: self.last_text.clone(),
@@ -158,7 +241,7 @@ impl StreamParser for PiParser {
             }
             "message_end" => {
                 if let Some(m) = v.get("message") {
-                    self.remember(m);
+                    self.count(m, &mut out);
                 }
             }
             "tool_execution_end" => out.push(StreamEvent::ToolResult {
@@ -179,7 +262,7 @@ impl StreamParser for PiParser {
                 {
                     self.remember(last);
                 }
-                self.end(&mut out);
+                self.end(v, &mut out);
             }
             _ => {}
         }

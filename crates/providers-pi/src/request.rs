@@ -10,8 +10,8 @@ use crate::error::Error;
 pub const PI_FLAGS: &[FlagSpec] = &[
     FlagSpec::new("provider", "--provider", FlagKind::Value),
     FlagSpec::new("model", "--model", FlagKind::Value),
-    FlagSpec::new("thinking", "--thinking", FlagKind::Value),
-    FlagSpec::new("session", "--session", FlagKind::Value),
+    FlagSpec::new("thinking", "--thinking", FlagKind::Value).set_by("effort"),
+    FlagSpec::new("session", "--session", FlagKind::Value).set_by("resume"),
     FlagSpec::new("continue_session", "--continue", FlagKind::Bool),
     FlagSpec::new("no_session", "--no-session", FlagKind::Bool),
     FlagSpec::new("system_prompt", "--system-prompt", FlagKind::Value),

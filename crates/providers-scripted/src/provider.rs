@@ -121,6 +121,9 @@ impl StreamParser for ScriptedParser {
                         input_tokens: u64_at(u, "input_tokens"),
                         output_tokens: u64_at(u, "output_tokens"),
                         cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
+                        model: str_at(v, "model").map(str::to_owned),
+                        num_turns: u64_at(v, "num_turns"),
+                        duration_ms: u64_at(v, "duration_ms"),
                         ..Usage::default()
                     }));
                 }

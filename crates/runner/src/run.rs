@@ -761,7 +761,7 @@ pub fn event_role(event: &StreamEvent) -> &'static str {
         StreamEvent::Usage(_) => "usage",
         StreamEvent::Final(_) => "result",
         StreamEvent::BenignEnd => "end",
-        StreamEvent::Error { .. } => "error",
+        StreamEvent::Error { .. } | StreamEvent::ApiError { .. } => "error",
         _ => "event",
     }
 }
@@ -779,11 +779,21 @@ where
     let mut batch = Vec::with_capacity(events.len());
     for event in events {
         match event {
+            // Each report is the run's totals so far (the parsers sum
+            // per-message usage themselves): it replaces the one before.
+            // A missing cost stays unknown ("unpriced"), never 0.
             StreamEvent::Usage(u) => {
-                report.usage.input_tokens = u.input_tokens.and_then(|n| i64::try_from(n).ok());
-                report.usage.output_tokens = u.output_tokens.and_then(|n| i64::try_from(n).ok());
-                report.usage.total_cost_usd = u.cost_usd;
+                let count = |n: Option<u64>| n.and_then(|n| i64::try_from(n).ok());
+                report.usage.input_tokens = count(u.input_tokens);
+                report.usage.output_tokens = count(u.output_tokens);
+                report.usage.total_cost_usd = u.cost_usd.filter(|c| c.is_finite());
+                report.usage.num_turns = count(u.num_turns).or(report.usage.num_turns);
+                report.usage.duration_ms = count(u.duration_ms).or(report.usage.duration_ms);
+                if u.model.is_some() {
+                    report.usage.model.clone_from(&u.model);
+                }
             }
+            StreamEvent::ApiError { .. } => report.errors += 1,
             StreamEvent::Final(f) => {
                 report.saw_final = true;
                 if f.is_error {
@@ -873,10 +883,23 @@ where
     };
     let outcome = {
         let (recorder, actor) = (Arc::clone(&recorder), config.actor.clone());
+        let session = config.session_id.clone();
         blocking("store", move || {
-            recorder
+            let outcome = recorder
                 .persist_session_end(&end, &actor)
-                .map_err(Error::store("recording the session end"))
+                .map_err(Error::store("recording the session end"))?;
+            // The model the provider reported serving the run is the
+            // session's model (the requested one may be an alias).
+            if let Some(model) = &end.usage.model {
+                let columns = std::collections::BTreeMap::from([(
+                    "model".to_owned(),
+                    Value::String(model.clone()),
+                )]);
+                recorder
+                    .update_session(&session, &columns)
+                    .map_err(Error::store("recording the session's model"))?;
+            }
+            Ok(outcome)
         })
         .await?
     };

@@ -40,6 +40,7 @@ fn end(id: &str, status: &str, reason: &str, tokens: i64) -> SessionEnd {
             total_cost_usd: Some(0.5),
             num_turns: Some(3),
             duration_ms: Some(1200),
+            model: None,
         },
         error: Some("boom".into()),
         ..SessionEnd::new(id, status, reason, 1_000)

@@ -65,6 +65,9 @@ fn success_stream() {
             cached_input_tokens: Some(30266),
             cache_write_tokens: Some(2101),
             cost_usd: Some(0.02030455),
+            model: Some("claude-sonnet-4-5-20250929".into()),
+            num_turns: Some(2),
+            duration_ms: Some(8412),
             ..Usage::default()
         })
     );
@@ -96,7 +99,38 @@ fn max_turns_error_stream() {
 #[test]
 fn api_error_is_read_from_is_error_not_subtype() {
     let events = parse_stream(&mut ClaudeParser::default(), API_ERROR);
-    assert!(events.iter().any(|e| matches!(e, StreamEvent::Error { kind: ErrorKind::Warning, message, .. } if message.contains("authentication_failed"))));
+    // The API error is one typed event with its class and status; its
+    // synthetic "API Error" text is never assistant text.
+    let api: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ApiError {
+                class,
+                status,
+                message,
+            } => Some((class.as_deref(), *status, message.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(api.len(), 1, "{events:?}");
+    assert_eq!(api[0].0, Some("authentication_failed"));
+    assert_eq!(api[0].1, Some(401));
+    assert!(api[0].2.starts_with("API Error: 401"));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::Text { text } if text.contains("API Error"))),
+        "{events:?}"
+    );
+    // A synthetic message names no model: the run's model is init's.
+    let usage = events.iter().find_map(|e| match e {
+        StreamEvent::Usage(u) => Some(u),
+        _ => None,
+    });
+    assert_eq!(
+        usage.and_then(|u| u.model.as_deref()),
+        Some("claude-sonnet-4-5-20250929")
+    );
     let f = final_of(&events);
     assert_eq!(f.subtype.as_deref(), Some("success"));
     assert!(f.is_error);
@@ -211,5 +245,71 @@ fn the_real_cli_stream_parses() {
         !events
             .iter()
             .any(|e| matches!(e, StreamEvent::Error { .. }))
+    );
+}
+
+/// The stream the real Claude Code 2.1.197 printed against a local API
+/// stand-in: the model that answered the turn (the API's own word, here
+/// the stand-in's `claude-sonnet-4-5`, not the requested
+/// `claude-opus-4-8[1m]`), the turns and the duration are recorded.
+#[test]
+fn real_cli_stream_records_model_turns_and_duration() {
+    let events = parse_stream(&mut ClaudeParser::default(), REAL_2_1);
+    let usage = events
+        .iter()
+        .find_map(|e| match e {
+            StreamEvent::Usage(u) => Some(u.clone()),
+            _ => None,
+        })
+        .expect("a usage event");
+    assert_eq!(usage.model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(usage.num_turns, Some(1));
+    assert_eq!(usage.duration_ms, Some(260));
+    assert_eq!(usage.input_tokens, Some(12));
+    assert_eq!(usage.output_tokens, Some(6));
+    assert_eq!(usage.cost_usd, Some(0.00021));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::ApiError { .. }))
+    );
+}
+
+/// Without an assistant turn naming it, the model comes from `modelUsage`
+/// (the one with the most output), then from `init`; a context suffix is
+/// cut and `<synthetic>` is never a model.
+#[test]
+fn run_model_falls_back_through_model_usage_then_init() {
+    let init =
+        json!({"type":"system","subtype":"init","session_id":"s","model":"claude-haiku-9[1m]"});
+    let result = |model_usage: serde_json::Value| {
+        json!({"type":"result","subtype":"success","is_error":false,"session_id":"s",
+               "usage":{"input_tokens":1,"output_tokens":2},"modelUsage":model_usage})
+    };
+    let model_of = |lines: &[serde_json::Value]| {
+        let mut p = ClaudeParser::default();
+        lines
+            .iter()
+            .flat_map(|l| p.parse_value(l))
+            .find_map(|e| match e {
+                StreamEvent::Usage(u) => Some(u.model),
+                _ => None,
+            })
+            .flatten()
+    };
+    let two = json!({"claude-a[1m]":{"outputTokens":3},"claude-b":{"outputTokens":9}});
+    assert_eq!(
+        model_of(&[init.clone(), result(two)]).as_deref(),
+        Some("claude-b")
+    );
+    assert_eq!(
+        model_of(&[init.clone(), result(json!({}))]).as_deref(),
+        Some("claude-haiku-9")
+    );
+    let synthetic = json!({"type":"assistant","session_id":"s",
+        "message":{"model":"<synthetic>","content":[{"type":"text","text":"x"}]}});
+    assert_eq!(
+        model_of(&[synthetic, result(json!({"<synthetic>":{"outputTokens":1}}))]),
+        None
     );
 }

@@ -100,6 +100,42 @@ async fn a_run_completes_and_records_everything_in_sqlite() {
     completes_and_records(store).await;
 }
 
+/// A leg that prints `lines` (NDJSON) and exits 0.
+fn printing_leg(lines: &str) -> LegProgram {
+    LegProgram {
+        program: "/bin/sh".into(),
+        args: vec![
+            "-c".into(),
+            r#"sleep 0.1; printf '%s\n' "$1""#.into(),
+            "leg".into(),
+            lines.into(),
+        ],
+    }
+}
+
+/// The usage a provider reports is recorded on the session: tokens, turns,
+/// duration and the model that served the run; a run that reports no cost
+/// stays unpriced (NULL), never 0.
+#[tokio::test]
+async fn reported_usage_and_model_are_recorded_and_no_cost_stays_unpriced() {
+    use lifecycle_core::StateReader;
+    let (_dir, store) = sqlite();
+    let line = r#"{"type":"result","subtype":"success","is_error":false,"result":"x","model":"m-served","num_turns":3,"duration_ms":77,"usage":{"input_tokens":5,"output_tokens":8}}"#;
+    let report = runner::run(
+        Arc::clone(&store),
+        config("usage-1", scripted(STREAM, printing_leg(line))),
+        never(),
+    )
+    .await
+    .expect("run");
+    assert!(report.ok, "{report:?}");
+    let row = store.session_row("usage-1").expect("read").expect("row");
+    assert_eq!(row.model.as_deref(), Some("m-served"));
+    assert_eq!((row.input_tokens, row.output_tokens), (Some(5), Some(8)));
+    assert_eq!((row.num_turns, row.duration_ms), (Some(3), Some(77)));
+    assert_eq!(row.total_cost_usd, None);
+}
+
 #[tokio::test]
 async fn a_provider_error_fails_the_session_with_its_message() {
     let store = Arc::new(MemoryStore::default());

@@ -35,6 +35,7 @@ fn end(id: &str, tokens: i64) -> SessionEnd {
             total_cost_usd: Some(0.5),
             num_turns: Some(3),
             duration_ms: Some(1200),
+            model: None,
         },
         error: None,
         ended_at: 1_000,
@@ -178,6 +179,7 @@ fn end_on_a_terminal_row_writes_usage_only() {
         total_cost_usd: Some(1.25),
         num_turns: Some(9),
         duration_ms: Some(4_500),
+        model: None,
     };
     db.store
         .persist_session_end(&third, &actor(ActorType::Executor))
