@@ -60,11 +60,25 @@ fn to_value(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         if let Ok(u) = obj.extract::<u64>() {
             return Ok(Value::from(u));
         }
-        let f: f64 = obj.extract()?;
-        return Ok(Number::from_f64(f).map_or(Value::Null, Value::Number));
+        // An int no 64 bits hold: the gate reads no number's value, only
+        // its JSON type, so the nearest one judges the same.
+        let negative = obj.lt(0)?;
+        return Ok(if negative {
+            Value::from(i64::MIN)
+        } else {
+            Value::from(u64::MAX)
+        });
     }
     if let Ok(f) = obj.downcast::<PyFloat>() {
-        return Ok(Number::from_f64(f.value()).map_or(Value::Null, Value::Number));
+        // `inf`, `-inf` and `nan` (JSON text `1e400` reads as `inf`) stay
+        // numbers, as they are to the original.
+        let v = f.value();
+        let finite = if v.is_nan() {
+            0.0
+        } else {
+            v.clamp(f64::MIN, f64::MAX)
+        };
+        return Ok(Number::from_f64(finite).map_or(Value::Null, Value::Number));
     }
     Err(PyTypeError::new_err(format!(
         "input_schema holds a value of unsupported type {}",

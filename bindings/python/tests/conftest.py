@@ -10,6 +10,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 PUBLIC_CASES = ROOT / "fixtures" / "admission" / "public_cases.jsonl"
 
 TALLY = {"cases": 0, "missed": 0, "stricter": 0, "same": 0}
+# Per generated class of test_differential_classes.py (and its time).
+CLASS_TALLY = {}
 
 
 def load_public_cases():
@@ -39,3 +41,11 @@ def pytest_terminal_summary(terminalreporter):
             "where the original denies, {stricter} denied where the original admits, "
             "{same} same verdict".format(**TALLY)
         )
+    seconds = CLASS_TALLY.pop("_seconds", None)
+    for label, t in sorted(CLASS_TALLY.items()):
+        terminalreporter.write_line(
+            "  class {label}: {cases} cases, {missed} admitted where the original denies, "
+            "{stricter} denied where it admits, {same} same".format(label=label, **t)
+        )
+    if seconds is not None:
+        terminalreporter.write_line(f"  issue 23 classes: {seconds:.1f} s")

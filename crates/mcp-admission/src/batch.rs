@@ -981,9 +981,84 @@ fn judge_bytes(
     }
     let mut arena: Arena<'_> = scratch.take().map_or_else(Arena::new, Arena::recycle);
     let parsed = parse_record(bytes, &mut arena);
+    if let Err(e) = &parsed
+        && let Some(clamped) = clamp_out_of_range_numbers(bytes, e)
+    {
+        *scratch = Some(arena.recycle());
+        return judge_bytes(&clamped, record_line, index, None, explained, &mut None);
+    }
     let result = judge_parsed(parsed, &arena, record_line, index, explained);
     *scratch = Some(arena.recycle());
     result
+}
+
+/// A copy of a record whose numbers f64 cannot hold (`1e400`, a 400-digit
+/// integer) are clamped to the nearest number it can (`±f64::MAX` for a
+/// number with a fraction or exponent, `u64::MAX` or `i64::MIN` for an
+/// integer), when `error` is serde_json's "number out of range" and some
+/// number was clamped; `None` otherwise.
+///
+/// Python's `json` reads such a number (as `inf` or a big `int`) and the
+/// original judges the record; no verdict of the gate reads a number's
+/// value (only its JSON type), so the clamped record gets the verdict the
+/// original gives. An echoed id holding such a number echoes the clamped
+/// number.
+pub(crate) fn clamp_out_of_range_numbers(
+    bytes: &[u8],
+    error: &serde_json::Error,
+) -> Option<Vec<u8>> {
+    if !error.to_string().starts_with("number out of range") {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut clamped = false;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'"' {
+            // A string, escapes and all, copied as it is.
+            let start = i;
+            i += 1;
+            while let Some(&c) = bytes.get(i) {
+                i += 1;
+                if c == b'\\' {
+                    i += 1;
+                } else if c == b'"' {
+                    break;
+                }
+            }
+            out.extend_from_slice(&bytes[start..i.min(bytes.len())]);
+        } else if b == b'-' || b.is_ascii_digit() {
+            let start = i;
+            while bytes
+                .get(i)
+                .is_some_and(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+            {
+                i += 1;
+            }
+            let token = &bytes[start..i];
+            let value = std::str::from_utf8(token)
+                .ok()
+                .and_then(|t| t.parse::<f64>().ok());
+            match value {
+                Some(v) if v.is_infinite() => {
+                    clamped = true;
+                    let integer = !token.iter().any(|c| matches!(c, b'.' | b'e' | b'E'));
+                    let replacement: &[u8] = match (integer, v < 0.0) {
+                        (true, false) => b"18446744073709551615",
+                        (true, true) => b"-9223372036854775808",
+                        (false, false) => b"1.7976931348623157e308",
+                        (false, true) => b"-1.7976931348623157e308",
+                    };
+                    out.extend_from_slice(replacement);
+                }
+                _ => out.extend_from_slice(token),
+            }
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    clamped.then_some(out)
 }
 
 /// The verdict on a record [`parse_record`] read (or could not read).
@@ -1048,6 +1123,12 @@ fn judge_jsonl_into<'de>(
                 push_name_and_verdict(out, name, reason);
                 return;
             }
+            Err(e) => match clamp_out_of_range_numbers(bytes, e) {
+                Some(clamped) => {
+                    judge_bytes(&clamped, span.line, span.index, None, false, &mut None)
+                }
+                None => judge_parsed(parsed, arena, span.line, span.index, false),
+            },
             _ => judge_parsed(parsed, arena, span.line, span.index, false),
         }
     };

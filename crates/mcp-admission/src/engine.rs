@@ -37,18 +37,44 @@ pub(crate) enum Seg<'a> {
 }
 
 /// Memo tables, all keyed by node identity ([`Node::id`]).
+///
+/// A result is remembered with the depth it was found at (a target reached
+/// at two depths is judged at each, as the original judges it: the depth
+/// cap cuts the deeper reading) and, where a pass's reach budget paid for
+/// it, with the units it cost: a memo hit charges them again, as the
+/// original charges every re-walked reference.
 #[derive(Default)]
 pub(crate) struct Memo {
-    pub(crate) walked: BTreeSet<usize>,
+    /// Walked `$ref` targets: the shallowest depth walked at and its cost.
+    pub(crate) walked: BTreeMap<usize, (usize, usize)>,
     pub(crate) walking: BTreeSet<usize>,
-    pub(crate) free_form: BTreeMap<(usize, bool), Option<crate::report::FreeFormCause>>,
+    pub(crate) free_form: BTreeMap<(usize, bool, usize), Option<crate::report::FreeFormCause>>,
     pub(crate) free_form_active: BTreeSet<(usize, bool)>,
-    pub(crate) item: BTreeMap<usize, bool>,
+    pub(crate) item: BTreeMap<(usize, usize), bool>,
     pub(crate) item_active: BTreeSet<usize>,
-    pub(crate) bounded_obj: BTreeMap<usize, Result<(), crate::report::Insufficiency>>,
+    pub(crate) bounded_obj:
+        BTreeMap<(usize, usize), (Result<(), crate::report::Insufficiency>, usize)>,
     pub(crate) bounded_obj_active: BTreeSet<usize>,
-    pub(crate) coverage: BTreeMap<usize, Result<(), crate::report::Insufficiency>>,
+    pub(crate) coverage:
+        BTreeMap<(usize, usize), (Result<(), crate::report::Insufficiency>, usize)>,
     pub(crate) coverage_active: BTreeSet<usize>,
+}
+
+/// The nodes a local `$ref` names. The original reads a pointer its own
+/// way (empty segments skipped, no list index followed) where RFC 6901
+/// follows both; the gate follows every node either reading reaches, so a
+/// channel neither reader misses is hidden from the gate.
+#[derive(Clone, Copy)]
+pub(crate) struct Targets<N> {
+    first: Option<N>,
+    second: Option<N>,
+}
+
+impl<N: Copy> Targets<N> {
+    /// Every distinct target (one or two).
+    pub(crate) fn iter(self) -> impl Iterator<Item = N> {
+        self.first.into_iter().chain(self.second)
+    }
 }
 
 /// The analysis state of one verdict.
@@ -189,6 +215,23 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         }
     }
 
+    /// Charges `n` reach units at once (a memo hit paying for the walk it
+    /// stands for); false once the pass's budget or the work meter runs out.
+    pub(crate) fn charge_n(&mut self, n: usize) -> bool {
+        if self.limits.max_nodes.saturating_sub(self.used) < n || !self.charge_work_n(n) {
+            self.exhausted = true;
+            false
+        } else {
+            self.used += n;
+            true
+        }
+    }
+
+    /// Reach units spent so far by the current pass.
+    pub(crate) fn used_in_pass(&self) -> usize {
+        self.used
+    }
+
     /// Charges one work unit; false once the work meter is spent.
     pub(crate) fn charge_work(&mut self) -> bool {
         self.charge_work_n(1)
@@ -276,40 +319,114 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
             Some(Seg::Ref(r)) => r.strip_prefix('#').unwrap_or(""),
             _ => "",
         };
-        let mut here = base.split('/').skip(1).map(Token::Escaped).chain(
-            self.path[start..].iter().filter_map(|seg| match seg {
-                Seg::Key(k) => Some(Token::Raw(k)),
-                Seg::Index(i) => Some(Token::Index(*i)),
-                Seg::Ref(_) => None,
-            }),
-        );
-        fragment
+        let here = || {
+            base.split('/')
+                .skip(1)
+                .map(Token::Escaped)
+                .chain(self.path[start..].iter().filter_map(|seg| match seg {
+                    Seg::Key(k) => Some(Token::Raw(k)),
+                    Seg::Index(i) => Some(Token::Index(*i)),
+                    Seg::Ref(_) => None,
+                }))
+        };
+        let mut rfc = here();
+        if fragment
             .split('/')
             .skip(1)
-            .all(|t| here.next().is_some_and(|h| h.equals_escaped(t)))
+            .all(|t| rfc.next().is_some_and(|h| h.equals_escaped(t)))
+        {
+            return true;
+        }
+        // The original's reading: empty segments skipped on both sides.
+        let mut original = here().filter(|t| !matches!(t, Token::Escaped("") | Token::Raw("")));
+        fragment
+            .split('/')
+            .filter(|t| !t.is_empty())
+            .all(|t| original.next().is_some_and(|h| h.equals_escaped(t)))
     }
 
-    /// Resolves a local JSON-pointer `$ref` against the document root.
+    /// Resolves a local JSON-pointer `$ref` against the document root, both
+    /// ways (see [`Targets`]): the targets either reading reaches, and why
+    /// some reading reaches none.
     ///
-    /// Only `#` and `#/...` resolve; the pointer is not percent-decoded.
-    pub(crate) fn resolve(&mut self, reference: &str) -> Result<N, UnresolvedCause> {
+    /// Only `#` and `#/...` resolve; the pointer is not percent-decoded
+    /// (neither reader decodes it).
+    pub(crate) fn resolve_readings(
+        &mut self,
+        reference: &str,
+    ) -> (Targets<N>, Option<UnresolvedCause>) {
+        let none = Targets {
+            first: None,
+            second: None,
+        };
         let Some(fragment) = reference.strip_prefix('#') else {
-            return Err(UnresolvedCause::ExternalReference(reference.to_owned()));
+            return (
+                none,
+                Some(UnresolvedCause::ExternalReference(reference.to_owned())),
+            );
         };
         if fragment.is_empty() {
-            return Ok(self.root);
+            return (
+                Targets {
+                    first: Some(self.root),
+                    second: None,
+                },
+                None,
+            );
         }
         if !fragment.starts_with('/') {
-            return Err(UnresolvedCause::ExternalReference(reference.to_owned()));
+            return (
+                none,
+                Some(UnresolvedCause::ExternalReference(reference.to_owned())),
+            );
         }
-        // Pointer traversal is linear in the pointer; charge per token.
+        // Pointer traversal is linear in the pointer; charge per token, for
+        // each reading.
         let tokens = fragment.matches('/').count();
-        if !self.charge_work_n(tokens.max(1)) {
-            return Err(UnresolvedCause::NodeBudget);
+        if !self.charge_work_n(2 * tokens.max(1)) {
+            return (none, Some(UnresolvedCause::NodeBudget));
         }
-        pointer_get(self.root, fragment)
-            .ok_or_else(|| UnresolvedCause::DanglingReference(reference.to_owned()))
+        let rfc = pointer_get(self.root, fragment);
+        let original = pointer_get_original(self.root, fragment);
+        let failure = (rfc.is_none() || original.is_none())
+            .then(|| UnresolvedCause::DanglingReference(reference.to_owned()));
+        let second = match (rfc, original) {
+            (Some(a), Some(b)) if a.id() != b.id() => Some(b),
+            _ => None,
+        };
+        (
+            Targets {
+                first: rfc.or(original),
+                second,
+            },
+            failure,
+        )
     }
+
+    /// [`Self::resolve_readings`], failing when either reading reaches nothing.
+    pub(crate) fn resolve(&mut self, reference: &str) -> Result<Targets<N>, UnresolvedCause> {
+        match self.resolve_readings(reference) {
+            (_, Some(cause)) => Err(cause),
+            (targets, None) => Ok(targets),
+        }
+    }
+}
+
+/// The original's reading of a JSON pointer: empty segments are skipped,
+/// `~1` and `~0` unescaped, and only mapping members followed (a list
+/// index reaches nothing).
+pub(crate) fn pointer_get_original<'v, N: Node<'v>>(root: N, pointer: &str) -> Option<N> {
+    pointer
+        .split('/')
+        .filter(|t| !t.is_empty())
+        .try_fold(root, |target, token| {
+            let token: std::borrow::Cow<'_, str> = if token.contains('~') {
+                std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+            } else {
+                std::borrow::Cow::Borrowed(token)
+            };
+            target.as_object()?.get(&token)
+        })
 }
 
 /// `Value::pointer`, exactly (the same tokens, escapes and list indices),

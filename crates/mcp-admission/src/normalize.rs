@@ -23,11 +23,15 @@ pub(crate) fn casefold(s: &str) -> String {
     out
 }
 
-/// Normalises a tool name or property key.
+/// Normalises a tool name or property key, as the original does.
 ///
-/// Splits camelCase (a lower/digit followed by an upper; an upper run followed
-/// by upper+lower), case-folds, turns each run of non-alphanumerics into `_`,
-/// collapses repeated `_` and strips `_` at the ends.
+/// Splits camelCase at ASCII boundaries only (an ASCII lower/digit followed
+/// by an ASCII upper; an ASCII upper run followed by upper+lower: the
+/// original's `[a-z0-9]`/`[A-Z]` classes are ASCII), then case-folds with
+/// full Unicode case folding (`ſ` to `s`, `K` to `k`, `ﬀ` to `ff`), then
+/// turns every run of characters outside `[a-z0-9]` into one `_` and strips
+/// `_` at the ends. A Unicode letter or digit that does not fold to ASCII
+/// is a separator: `écmd`, `cmd１` and `命令cmd` all normalise to `cmd`.
 pub fn normalize_key(raw: &str) -> String {
     if raw.is_ascii() {
         return normalize_ascii_key(raw.as_bytes());
@@ -40,11 +44,11 @@ fn normalize_unicode_key(raw: &str) -> String {
     let chars: Vec<char> = raw.chars().collect();
     let mut split = String::with_capacity(raw.len() + 4);
     for (i, &c) in chars.iter().enumerate() {
-        if i > 0 && c.is_uppercase() {
+        if i > 0 && c.is_ascii_uppercase() {
             let prev = chars[i - 1];
-            let lower_before = prev.is_lowercase() || prev.is_ascii_digit();
+            let lower_before = prev.is_ascii_lowercase() || prev.is_ascii_digit();
             let upper_run_end =
-                prev.is_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+                prev.is_ascii_uppercase() && chars.get(i + 1).is_some_and(char::is_ascii_lowercase);
             if lower_before || upper_run_end {
                 split.push('_');
             }
@@ -55,7 +59,7 @@ fn normalize_unicode_key(raw: &str) -> String {
     let mut out = String::with_capacity(folded.len());
     let mut pending_sep = false;
     for c in folded.chars() {
-        if c.is_alphanumeric() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
             if pending_sep && !out.is_empty() {
                 out.push('_');
             }

@@ -15,9 +15,20 @@ use crate::node::Node;
 pub(crate) fn matching_key_words<'a, N: Node<'a>>(
     engine: &mut Engine<'a, N>,
     _pattern: &str,
-) -> Option<Vec<&'static str>> {
+) -> Result<Vec<&'static str>, Unmatched> {
     engine.charge_work();
-    None
+    Err(Unmatched::Unresolvable)
+}
+
+/// Why a pattern's key words are not known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unmatched {
+    /// It cannot be judged exactly (or the feature is off, or the budget ran out).
+    Unresolvable,
+    /// Python's `re` raises on it something the original does not catch
+    /// (`python_re::Unjudgeable::Raises`): the original refuses
+    /// the descriptor.
+    Raises,
 }
 
 /// The categorised key words a pattern may match, or `None` when the pattern
@@ -29,17 +40,17 @@ pub(crate) fn matching_key_words<'a, N: Node<'a>>(
 pub(crate) fn matching_key_words<'a, N: Node<'a>>(
     engine: &mut Engine<'a, N>,
     pattern: &str,
-) -> Option<Vec<&'static str>> {
+) -> Result<Vec<&'static str>, Unmatched> {
     // Compilation is linear in the pattern (bounded further by the engine's
     // size limit); charge it by length.
     if !engine.charge_work_n(8 + pattern.len() / 4) {
-        return None;
+        return Err(Unmatched::Unresolvable);
     }
     let hits = spelling_hits(pattern)?;
     // One unit per spelling searched (all of them, or until the meter runs
     // out, which is the same state as charging them at once).
     if !engine.charge_work_n(KEY_WORD_SPELLINGS.len()) {
-        return None;
+        return Err(Unmatched::Unresolvable);
     }
     let mut words: Vec<&'static str> = Vec::new();
     for (i, (word, _)) in KEY_WORD_SPELLINGS.iter().enumerate() {
@@ -47,7 +58,7 @@ pub(crate) fn matching_key_words<'a, N: Node<'a>>(
             words.push(word);
         }
     }
-    Some(words)
+    Ok(words)
 }
 
 /// Bit `i` set when the pattern matches spelling `i` of [`KEY_WORD_SPELLINGS`];
@@ -55,17 +66,23 @@ pub(crate) fn matching_key_words<'a, N: Node<'a>>(
 /// judged without compiling (no state is kept between verdicts, so nothing
 /// is cached).
 #[cfg(feature = "regex")]
-fn spelling_hits(pattern: &str) -> Option<u128> {
+fn spelling_hits(pattern: &str) -> Result<u128, Unmatched> {
     const _: () = assert!(KEY_WORD_SPELLINGS.len() <= 128);
-    literal_hits(pattern).or_else(|| compiled_hits(pattern))
+    match literal_hits(pattern) {
+        Some(hits) => Ok(hits),
+        None => compiled_hits(pattern),
+    }
 }
 
 /// [`spelling_hits`] by compiling the pattern and searching every spelling.
 #[cfg(feature = "regex")]
-pub(crate) fn compiled_hits(pattern: &str) -> Option<u128> {
-    use crate::python_re::PythonPattern;
+pub(crate) fn compiled_hits(pattern: &str) -> Result<u128, Unmatched> {
+    use crate::python_re::{PythonPattern, Unjudgeable};
 
-    let compiled = PythonPattern::compile(pattern).ok()?;
+    let compiled = PythonPattern::compile(pattern).map_err(|e| match e {
+        Unjudgeable::Raises(_) => Unmatched::Raises,
+        _ => Unmatched::Unresolvable,
+    })?;
     let mut hits = 0u128;
     let mut i = 0;
     compiled.search_all(KEY_WORD_SPELLINGS.iter().map(|(_, s)| *s), |_, hit| {
@@ -73,7 +90,7 @@ pub(crate) fn compiled_hits(pattern: &str) -> Option<u128> {
         i += 1;
         true
     });
-    Some(hits)
+    Ok(hits)
 }
 
 /// [`spelling_hits`] without compiling, for a pattern that is a plain
@@ -304,7 +321,7 @@ mod tests {
         let mut some_miss = false;
         for p in &patterns {
             let literal = literal_hits(p).expect("a literal pattern");
-            assert_eq!(Some(literal), compiled_hits(p), "{p:?}");
+            assert_eq!(Ok(literal), compiled_hits(p), "{p:?}");
             some_hit |= literal != 0;
             some_miss |= literal != (1u128 << KEY_WORD_SPELLINGS.len()) - 1;
         }

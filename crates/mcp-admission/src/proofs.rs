@@ -161,6 +161,9 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
             };
             let mut first_failure = None;
             for (i, branch) in branches.iter().enumerate() {
+                if !self.charge() {
+                    return self.fail(P, InsufficiencyCause::LimitReached);
+                }
                 self.push(Seg::Key("allOf"));
                 self.push(Seg::Index(i));
                 let result = self.boundedness(branch, depth + 1);
@@ -242,6 +245,9 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
             }
         };
         for (i, branch) in branches.iter().enumerate() {
+            if !self.charge() {
+                return self.fail(Proof::Boundedness, InsufficiencyCause::LimitReached);
+            }
             self.push(Seg::Index(i));
             let result = self.boundedness(branch, depth + 1);
             self.pop();
@@ -255,32 +261,46 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         let Some(reference) = reference.as_str() else {
             return self.fail(P, InsufficiencyCause::Malformed("$ref".to_owned()));
         };
-        let target = match self.resolve(reference) {
-            Ok(target) => target,
+        let targets = match self.resolve(reference) {
+            Ok(targets) => targets,
             Err(UnresolvedCause::NodeBudget) => {
                 return self.fail(P, InsufficiencyCause::LimitReached);
             }
             Err(cause) => return self.fail(P, InsufficiencyCause::Reference(cause)),
         };
-        let key = target.id();
-        if self.memo.bounded_obj_active.contains(&key) {
-            return self.fail(
-                P,
-                InsufficiencyCause::Reference(UnresolvedCause::CyclicReference(
-                    reference.to_owned(),
-                )),
-            );
+        // Every target either pointer reading reaches must be bounded.
+        for target in targets.iter() {
+            let key = target.id();
+            if self.memo.bounded_obj_active.contains(&key) {
+                return self.fail(
+                    P,
+                    InsufficiencyCause::Reference(UnresolvedCause::CyclicReference(
+                        reference.to_owned(),
+                    )),
+                );
+            }
+            // Remembered per depth, and a hit pays again what the proof of
+            // the target cost (the original proves it again).
+            if let Some((cached, cost)) = self.memo.bounded_obj.get(&(key, depth)).cloned() {
+                if !self.charge_n(cost) {
+                    return self.fail(P, InsufficiencyCause::LimitReached);
+                }
+                cached?;
+                continue;
+            }
+            let before = self.used_in_pass();
+            self.memo.bounded_obj_active.insert(key);
+            self.push(Seg::Ref(reference));
+            let result = self.boundedness(target, depth + 1);
+            self.pop();
+            self.memo.bounded_obj_active.remove(&key);
+            let cost = self.used_in_pass().saturating_sub(before);
+            self.memo
+                .bounded_obj
+                .insert((key, depth), (result.clone(), cost));
+            result?;
         }
-        if let Some(cached) = self.memo.bounded_obj.get(&key) {
-            return cached.clone();
-        }
-        self.memo.bounded_obj_active.insert(key);
-        self.push(Seg::Ref(reference));
-        let result = self.boundedness(target, depth + 1);
-        self.pop();
-        self.memo.bounded_obj_active.remove(&key);
-        self.memo.bounded_obj.insert(key, result.clone());
-        result
+        Ok(())
     }
 
     /// The structural-coverage proof: every schema-bearing position, visited
@@ -395,6 +415,10 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
 
     fn coverage_list(&mut self, branches: N::Arr, depth: usize) -> ProofResult {
         for (i, branch) in branches.iter().enumerate() {
+            // A branch costs a unit besides its node, as in the walker.
+            if !self.charge() {
+                return self.fail(Proof::Coverage, InsufficiencyCause::LimitReached);
+            }
             self.push(Seg::Index(i));
             let result = self.coverage(branch, depth + 1);
             self.pop();
@@ -404,33 +428,44 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
     }
 
     fn coverage_ref(&mut self, reference: &'a str, depth: usize) -> ProofResult {
-        let target = match self.resolve(reference) {
-            Ok(target) => target,
+        let targets = match self.resolve(reference) {
+            Ok(targets) => targets,
             Err(UnresolvedCause::NodeBudget) => {
                 return self.fail(Proof::Coverage, InsufficiencyCause::LimitReached);
             }
             Err(cause) => return self.fail(Proof::Coverage, InsufficiencyCause::Reference(cause)),
         };
-        let key = target.id();
-        // A target reached again while it is being checked is a cycle:
-        // insufficient, as in the original.
-        if self.memo.coverage_active.contains(&key) {
-            return self.fail(
-                Proof::Coverage,
-                InsufficiencyCause::Reference(UnresolvedCause::CyclicReference(
-                    reference.to_owned(),
-                )),
-            );
+        for target in targets.iter() {
+            let key = target.id();
+            // A target reached again while it is being checked is a cycle:
+            // insufficient, as in the original.
+            if self.memo.coverage_active.contains(&key) {
+                return self.fail(
+                    Proof::Coverage,
+                    InsufficiencyCause::Reference(UnresolvedCause::CyclicReference(
+                        reference.to_owned(),
+                    )),
+                );
+            }
+            if let Some((cached, cost)) = self.memo.coverage.get(&(key, depth)).cloned() {
+                if !self.charge_n(cost) {
+                    return self.fail(Proof::Coverage, InsufficiencyCause::LimitReached);
+                }
+                cached?;
+                continue;
+            }
+            let before = self.used_in_pass();
+            self.memo.coverage_active.insert(key);
+            self.push(Seg::Ref(reference));
+            let result = self.coverage(target, depth + 1);
+            self.pop();
+            self.memo.coverage_active.remove(&key);
+            let cost = self.used_in_pass().saturating_sub(before);
+            self.memo
+                .coverage
+                .insert((key, depth), (result.clone(), cost));
+            result?;
         }
-        if let Some(cached) = self.memo.coverage.get(&key) {
-            return cached.clone();
-        }
-        self.memo.coverage_active.insert(key);
-        self.push(Seg::Ref(reference));
-        let result = self.coverage(target, depth + 1);
-        self.pop();
-        self.memo.coverage_active.remove(&key);
-        self.memo.coverage.insert(key, result.clone());
-        result
+        Ok(())
     }
 }

@@ -50,6 +50,11 @@ pub enum Unjudgeable {
     Rejected(String),
     /// Python accepts the pattern, but the linear engine has no exact equivalent.
     Unsupported(String),
+    /// Python's `re` raises something other than `re.error` on the pattern
+    /// (`OverflowError` for a repetition past its limit, `ValueError` for
+    /// global ASCII and UNICODE flags together): the original does not
+    /// catch it, so it raises, which its host treats as a refusal.
+    Raises(String),
 }
 
 impl fmt::Display for Unjudgeable {
@@ -57,6 +62,7 @@ impl fmt::Display for Unjudgeable {
         match self {
             Unjudgeable::Rejected(why) => write!(f, "python rejects it: {why}"),
             Unjudgeable::Unsupported(what) => write!(f, "no linear-time equivalent: {what}"),
+            Unjudgeable::Raises(what) => write!(f, "python raises {what}"),
         }
     }
 }
@@ -330,7 +336,9 @@ fn translate(pattern: &str) -> Result<String, Unjudgeable> {
         return rejected("unbalanced parenthesis");
     }
     if p.global_ascii && p.global_unicode {
-        return rejected("ASCII and UNICODE flags are incompatible");
+        return Err(Unjudgeable::Raises(
+            "ValueError: ASCII and UNICODE flags are incompatible".to_owned(),
+        ));
     }
     let mut out = String::new();
     emit(&node, &mut out);
@@ -395,8 +403,14 @@ impl Parser<'_> {
                     continue;
                 }
                 if c == '#' {
+                    // Python reads a backslash and the next character as one
+                    // token, so an escaped newline does not end the comment.
                     while let Some(d) = self.next() {
-                        if d == '\n' {
+                        if d == '\\' {
+                            if self.next().is_none() {
+                                return rejected("bad escape (end of pattern)");
+                            }
+                        } else if d == '\n' {
                             break;
                         }
                     }
@@ -492,11 +506,15 @@ impl Parser<'_> {
             }
             let trimmed = digits.trim_start_matches('0');
             if trimmed.len() > 12 {
-                return rejected("the repetition number is too large");
+                return Err(Unjudgeable::Raises(
+                    "OverflowError: the repetition number is too large".to_owned(),
+                ));
             }
             let n: u64 = trimmed.parse().unwrap_or(0);
             if n >= PY_MAXREPEAT {
-                return rejected("the repetition number is too large");
+                return Err(Unjudgeable::Raises(
+                    "OverflowError: the repetition number is too large".to_owned(),
+                ));
             }
             Ok(Some(n))
         };
@@ -753,6 +771,13 @@ impl Parser<'_> {
                         match self.next() {
                             None => return rejected("missing ), unterminated comment"),
                             Some(')') => break,
+                            // A backslash and the next character are one
+                            // token: `\)` does not end the comment.
+                            Some('\\') => {
+                                if self.next().is_none() {
+                                    return rejected("bad escape (end of pattern)");
+                                }
+                            }
                             Some(_) => {}
                         }
                     }

@@ -10,8 +10,13 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
     /// it is an array type (alone or with null) whose explicit `items` and
     /// every `prefixItems` member are `false` or bounded, and
     /// `unevaluatedItems` is absent or `false`.
+    ///
+    /// The original's bounded-array proof follows nested arrays past the
+    /// depth cap (as far as Python's recursion limit lets it: about 25
+    /// levels of objects and arrays together); this one follows them to
+    /// twice the cap and fails closed beyond.
     pub(crate) fn bounded(&mut self, v: N, depth: usize) -> bool {
-        if !self.charge_work() || self.too_deep(depth) {
+        if !self.charge_work() || depth > self.limits.max_depth.saturating_mul(2) {
             return false;
         }
         let Some(m) = v.as_object() else {
@@ -84,7 +89,14 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         depth: usize,
         branch: bool,
     ) -> Option<FreeFormCause> {
-        if !self.charge_work() || self.too_deep(depth) {
+        // A key of a node at the depth cap is still judged by the original
+        // (its value one level past the cap); its branches are not.
+        let limit = if branch {
+            self.limits.max_depth
+        } else {
+            self.limits.max_depth + 1
+        };
+        if !self.charge_work() || depth > limit {
             return Some(FreeFormCause::LimitReached);
         }
         let m = match v.view() {
@@ -107,13 +119,18 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
                     if t.string {
                         return Some(FreeFormCause::StringType);
                     }
+                    // The key's own items sit at the key's depth.
                     if t.array && self.array_reaches(&shape, depth) {
                         return Some(FreeFormCause::ArrayReachesFreeForm);
                     }
                 }
                 Types::Absent => {
-                    let leaf =
-                        !shape.container || (branch && crate::walker::untyped_and_unconstrained(v));
+                    // A branch (of a composition, conditional or `$ref`)
+                    // with no type and no pin admits any string to the
+                    // original, whatever it composes in turn:
+                    // `{"anyOf": [{"anyOf": [{"enum": ["a"]}]}]}` and a
+                    // `$ref` to a `$ref` under a command key are free-form.
+                    let leaf = !shape.container || branch;
                     if category_key && leaf {
                         return Some(FreeFormCause::UntypedCategoryKey);
                     }
@@ -153,25 +170,30 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
             if self.ref_is_ancestor(reference) {
                 return Some(FreeFormCause::UnresolvableReference);
             }
-            let Ok(target) = self.resolve(reference) else {
+            let Ok(targets) = self.resolve(reference) else {
                 return Some(FreeFormCause::UnresolvableReference);
             };
-            let key = (target.id(), category_key);
-            if self.memo.free_form_active.contains(&key) {
-                return Some(FreeFormCause::UnresolvableReference);
-            }
-            let verdict = match self.memo.free_form.get(&key) {
-                Some(cached) => *cached,
-                None => {
-                    self.memo.free_form_active.insert(key);
-                    let verdict = self.value_free_form_at(category_key, target, depth + 1, true);
-                    self.memo.free_form_active.remove(&key);
-                    self.memo.free_form.insert(key, verdict);
-                    verdict
+            for target in targets.iter() {
+                let key = (target.id(), category_key);
+                if self.memo.free_form_active.contains(&key) {
+                    return Some(FreeFormCause::UnresolvableReference);
                 }
-            };
-            if verdict.is_some() {
-                return Some(FreeFormCause::CompositionBranch);
+                // Remembered per depth: the depth cap may cut a deeper reading.
+                let memo_key = (key.0, key.1, depth);
+                let verdict = match self.memo.free_form.get(&memo_key) {
+                    Some(cached) => *cached,
+                    None => {
+                        self.memo.free_form_active.insert(key);
+                        let verdict =
+                            self.value_free_form_at(category_key, target, depth + 1, true);
+                        self.memo.free_form_active.remove(&key);
+                        self.memo.free_form.insert(memo_key, verdict);
+                        verdict
+                    }
+                };
+                if verdict.is_some() {
+                    return Some(FreeFormCause::CompositionBranch);
+                }
             }
         }
         None
@@ -181,20 +203,24 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
     ///
     /// A missing `items` means an unconstrained rest, so bounded `prefixItems`
     /// alone never bound the array.
-    fn array_reaches(&mut self, shape: &Shape<N>, depth: usize) -> bool {
+    ///
+    /// Its items are judged at `item_depth`: as the original counts them, a
+    /// key's own items at the key's depth, and each array nested in an item
+    /// two levels deeper than that item.
+    fn array_reaches(&mut self, shape: &Shape<N>, item_depth: usize) -> bool {
         if let Some(prefix) = shape.prefix_items {
             let Some(members) = prefix.as_array() else {
                 return true;
             };
             for member in members.iter() {
-                if self.item_reaches(member, depth + 1) {
+                if self.item_reaches(member, item_depth) {
                     return true;
                 }
             }
         }
         match shape.items {
             None => true,
-            Some(items) => self.item_reaches(items, depth + 1),
+            Some(items) => self.item_reaches(items, item_depth),
         }
     }
 
@@ -222,7 +248,7 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         }
         match shape.types {
             Types::Malformed => true,
-            Types::Known(t) => t.string || (t.array && self.array_reaches(&shape, depth)),
+            Types::Known(t) => t.string || (t.array && self.array_reaches(&shape, depth + 2)),
             Types::Absent => {
                 let mut has_branch = false;
                 for list in shape.lists.into_iter().flatten() {
@@ -254,25 +280,27 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
                     if self.ref_is_ancestor(reference) {
                         return true;
                     }
-                    let Ok(target) = self.resolve(reference) else {
+                    let Ok(targets) = self.resolve(reference) else {
                         return true;
                     };
-                    let key = target.id();
-                    if self.memo.item_active.contains(&key) {
-                        return true;
-                    }
-                    let reaches = match self.memo.item.get(&key) {
-                        Some(cached) => *cached,
-                        None => {
-                            self.memo.item_active.insert(key);
-                            let reaches = self.item_reaches(target, depth + 1);
-                            self.memo.item_active.remove(&key);
-                            self.memo.item.insert(key, reaches);
-                            reaches
+                    for target in targets.iter() {
+                        let key = target.id();
+                        if self.memo.item_active.contains(&key) {
+                            return true;
                         }
-                    };
-                    if reaches {
-                        return true;
+                        let reaches = match self.memo.item.get(&(key, depth)) {
+                            Some(cached) => *cached,
+                            None => {
+                                self.memo.item_active.insert(key);
+                                let reaches = self.item_reaches(target, depth + 1);
+                                self.memo.item_active.remove(&key);
+                                self.memo.item.insert((key, depth), reaches);
+                                reaches
+                            }
+                        };
+                        if reaches {
+                            return true;
+                        }
                     }
                 }
                 // No type and nothing narrowing it: it admits any string.

@@ -260,9 +260,11 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         }
     }
 
+    /// Walks each branch of a list; a branch costs a reach unit besides
+    /// its node, as in the original.
     fn walk_list(&mut self, branches: N::Arr, depth: usize) {
         for (i, branch) in branches.iter().enumerate() {
-            if self.exhausted {
+            if self.exhausted || !self.charge() {
                 self.unresolved(UnresolvedCause::NodeBudget);
                 break;
             }
@@ -272,34 +274,52 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         }
     }
 
-    /// Follows a local `$ref`, walking each target once; a target reached
-    /// again while it is being walked is a cycle (unresolvable).
+    /// Follows a local `$ref` to every node either pointer reading reaches
+    /// (an unreachable reading is unresolvable); a target reached again
+    /// while it is being walked is a cycle (unresolvable).
+    ///
+    /// Each reference costs a reach unit. A target already walked at this
+    /// depth or shallower is not walked again (the depth cap only cuts a
+    /// deeper walk shorter), but the units that walk cost are charged
+    /// again, as the original charges every re-walked reference; a target
+    /// reached shallower than before is walked again.
     fn walk_ref(&mut self, v: N, depth: usize) {
         let Some(reference) = v.as_str() else {
             self.malformed("$ref");
             return;
         };
-        let target = match self.resolve(reference) {
-            Ok(target) => target,
-            Err(cause) => {
-                self.unresolved(cause);
+        let (targets, failure) = self.resolve_readings(reference);
+        if let Some(cause) = failure {
+            self.unresolved(cause);
+        }
+        for target in targets.iter() {
+            let key = target.id();
+            if self.memo.walking.contains(&key) {
+                self.unresolved(UnresolvedCause::CyclicReference(reference.to_owned()));
+                continue;
+            }
+            if !self.charge() {
+                self.unresolved(UnresolvedCause::NodeBudget);
                 return;
             }
-        };
-        let key = target.id();
-        if self.memo.walking.contains(&key) {
-            self.unresolved(UnresolvedCause::CyclicReference(reference.to_owned()));
-            return;
+            if let Some(&(walked_at, cost)) = self.memo.walked.get(&key)
+                && walked_at <= depth
+            {
+                if !self.charge_n(cost) {
+                    self.unresolved(UnresolvedCause::NodeBudget);
+                    return;
+                }
+                continue;
+            }
+            let before = self.used_in_pass();
+            self.memo.walking.insert(key);
+            self.push(Seg::Ref(reference));
+            self.walk(target, depth + 1);
+            self.pop();
+            self.memo.walking.remove(&key);
+            let cost = self.used_in_pass().saturating_sub(before);
+            self.memo.walked.insert(key, (depth, cost));
         }
-        if self.memo.walked.contains(&key) {
-            return;
-        }
-        self.memo.walking.insert(key);
-        self.push(Seg::Ref(reference));
-        self.walk(target, depth + 1);
-        self.pop();
-        self.memo.walking.remove(&key);
-        self.memo.walked.insert(key);
     }
 
     /// Whitelist enforcement for one keyword the walker does not walk (the
@@ -321,8 +341,12 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         self.walk_property_value(v, depth);
     }
 
+    /// Walks a property's value: paid for with its property, unless it is
+    /// a container (object, composition, conditional, reference or array
+    /// keywords), whose walk costs a unit of its own, as in the original.
     fn walk_property_value(&mut self, v: N, depth: usize) {
         match v.view() {
+            View::Object(m) if is_container(m) => self.walk(v, depth),
             View::Object(_) => self.walk_node(v, depth),
             View::Bool(_) => {}
             _ => self.malformed("property schema"),
@@ -367,12 +391,16 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
     /// categorised key word, and its literal text is judged as a key too.
     fn consider_pattern(&mut self, pattern_text: &'a str, v: N, depth: usize) {
         match pattern::matching_key_words(self, pattern_text) {
-            Some(words) => {
+            Ok(words) => {
                 for word in words {
                     self.classify_property(pattern_text, Cow::Borrowed(word), v, depth);
                 }
             }
-            None => {
+            Err(unmatched) => {
+                if unmatched == pattern::Unmatched::Raises {
+                    // The original raises on it: a refusal.
+                    self.malformed("pattern Python's re raises on");
+                }
                 self.unresolved(UnresolvedCause::Pattern(pattern_text.to_owned()));
                 for word in REPRESENTATIVE_KEY_WORDS {
                     self.classify_property(pattern_text, Cow::Borrowed(word), v, depth);
@@ -396,6 +424,29 @@ const REPRESENTATIVE_KEY_WORDS: [&str; 5] = [
     PAYLOAD_KEYS[0],
     SELECTOR_KEYS[0],
 ];
+
+/// A property value the original walks as a schema of its own (and
+/// charges for): one with object, composition, conditional, reference or
+/// array-item keywords.
+fn is_container<'a, O: Obj<'a>>(m: O) -> bool {
+    [
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "$ref",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "if",
+        "then",
+        "else",
+        "not",
+        "items",
+        "prefixItems",
+    ]
+    .iter()
+    .any(|k| m.contains_key(k))
+}
 
 /// An untyped, unpinned schema with no `$ref`, composition or conditional:
 /// object keywords alone (properties, ...) leave a string unconstrained.

@@ -46,7 +46,6 @@ fn what_python_rejects_is_rejected() {
         "(?-a:a)",
         "(?i-i:a)",
         "a{2,1}",
-        "a{4294967295}",
         "*",
         "^*",
         r"\8",
@@ -55,7 +54,6 @@ fn what_python_rejects_is_rejected() {
         "(?P<n>a)(?P<n>b)",
         r"[\A]",
         r"\400",
-        "(?a)(?u)a",
     ] {
         assert!(
             matches!(PythonPattern::compile(p), Err(Unjudgeable::Rejected(_))),
@@ -63,6 +61,28 @@ fn what_python_rejects_is_rejected() {
             PythonPattern::compile(p).map(|p| p.translated().to_owned())
         );
     }
+}
+
+#[test]
+fn what_python_raises_other_errors_on_is_told_apart() {
+    // OverflowError and ValueError, which the original does not catch.
+    for p in [
+        "a{4294967295}",
+        "a{1,99999999999999999999}",
+        "(?a)(?u)a",
+        "(?u)(?a)x",
+        "(?x)(?a)(?u)",
+    ] {
+        assert!(
+            matches!(PythonPattern::compile(p), Err(Unjudgeable::Raises(_))),
+            "{p}"
+        );
+    }
+    // Raised while parsing, before the unbalanced group is seen.
+    assert!(matches!(
+        PythonPattern::compile("(a{4294967295}"),
+        Err(Unjudgeable::Raises(_))
+    ));
 }
 
 #[test]
@@ -94,6 +114,25 @@ fn every_spelling_is_within_the_exact_domain() {
         assert!(
             s.len() <= MAX_SEARCHED_LEN && s.is_ascii() && !s.contains('\n'),
             "{s}"
+        );
+    }
+}
+
+#[test]
+fn a_backslash_and_the_next_character_are_one_token_in_comments() {
+    // `(?#\)(x)` is one comment, as Python reads it.
+    assert_eq!(search(r"(?#\)(x)cmd", "cmd"), Ok(true));
+    assert_eq!(search(r"(?#a\\)cmd", "cmd"), Ok(true));
+    // An escaped newline does not end a verbose comment; an escaped
+    // backslash before a newline does not escape it.
+    assert_eq!(search("(?x)#\\\nx\ncmd", "cmd"), Ok(true));
+    assert_eq!(search("(?x)a#\\\\\ncmd", "cmd"), Ok(false));
+    assert_eq!(search("(?x)a#\\\\\ncmd", "acmd"), Ok(true));
+    // A backslash ending the pattern inside a comment is Python's error.
+    for p in ["(?x)#a\\", "(?#a\\"] {
+        assert!(
+            matches!(PythonPattern::compile(p), Err(Unjudgeable::Rejected(_))),
+            "{p:?}"
         );
     }
 }

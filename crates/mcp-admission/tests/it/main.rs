@@ -5,6 +5,7 @@ mod cases;
 mod contracts;
 mod differences;
 mod fail_closed;
+mod oracle_classes;
 mod props;
 #[cfg(feature = "regex")]
 mod python_re;

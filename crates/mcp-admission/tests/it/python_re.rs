@@ -154,6 +154,25 @@ fn quantifier() -> impl Strategy<Value = String> {
     .prop_map(str::to_owned)
 }
 
+/// A comment, or what looks like one: inline `(?#...)` and verbose `#...`
+/// forms with escaped `)`, escaped newlines, escaped backslashes, a trailing
+/// backslash and unterminated comments.
+fn comment() -> impl Strategy<Value = String> {
+    let body = prop::collection::vec(
+        prop::sample::select(vec![
+            "a", "cmd", " ", "\\)", "\\\n", "\\\\", "\\", ")", "\n", "(", "#", "\\#", "\\ ",
+        ]),
+        0..4,
+    )
+    .prop_map(|v| v.concat());
+    (
+        prop::sample::select(vec!["(?#", "(?#", "#", "#", " #", "[#]", "\\#"]),
+        body,
+        prop::sample::select(vec![")", "\n", "", ")cmd", "\ncmd", "\\)", "\\\n"]),
+    )
+        .prop_map(|(open, body, close)| format!("{open}{body}{close}"))
+}
+
 fn pattern() -> impl Strategy<Value = String> {
     let piece = (atom(), quantifier()).prop_map(|(a, q)| a + &q);
     let seq = prop::collection::vec(piece, 0..5).prop_map(|v| v.concat());
@@ -173,7 +192,13 @@ fn pattern() -> impl Strategy<Value = String> {
             3 => group,
             1 => (prop::sample::select(vec!["(?i)", "(?a)", "(?x)", "(?s)", "(?m)", "(?ix)", "(?u)", "(?i)(?a)", "(?a)(?u)", "(?#c)"]), inner.clone())
                 .prop_map(|(f, b)| f.to_owned() + &b),
-            1 => (inner, prop::sample::select(vec!["(?i)", "(?#c)", " # x\n"])).prop_map(|(b, f)| b + f),
+            1 => (inner.clone(), prop::sample::select(vec!["(?i)", "(?#c)", " # x\n"])).prop_map(|(b, f)| b + f),
+            // Comments holding escapes: Python reads `\\` and the next
+            // character as one token, so `\\)` and an escaped newline do not
+            // end a comment (in and out of verbose mode, before and after
+            // the words searched).
+            2 => (prop::sample::select(vec!["(?x)", "(?x)", "(?ix)", "", "(?i)"]), inner.clone(), comment(), inner)
+                .prop_map(|(f, a, c, b)| format!("{f}{a}{c}{b}")),
         ]
     })
 }
@@ -213,6 +238,14 @@ const SEEDS: &[&str] = &[
     "a{,}",
     "a{}",
     "(?:){1000}cmd",
+    "(?#a\\)cmd)",
+    "(?#a\\)cmd",
+    "(?x)#a\\\ncmd",
+    "(?x)#a\\\\\ncmd",
+    "(?x)#a\\",
+    "(?#a\\",
+    "(?#\\))cmd",
+    "(?x:#c\\\n)cmd",
 ];
 
 #[test]
