@@ -31,8 +31,9 @@
 //! a gate check costs 12-35 µs a call against a 0.6-1.5 µs floor. The path
 //! guard is syscall-bound: its own floor, the `lstat` calls it cannot skip
 //! (`guard/lstat_floor`, same run), over its time gave 0.49, 1.1 and 0.76.
-//! The destructive-command guard scans every string once per pass (4-7 µs
-//! for a 400-character edit).
+//! The destructive-command guard reads every string once per pass; those
+//! figures were taken when it matched text, before it parsed commands as
+//! the shell does (not re-measured since).
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 

@@ -9,6 +9,8 @@ mod nudge;
 mod paths;
 mod policy;
 mod props;
+mod shell_reading;
+mod spellings;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};

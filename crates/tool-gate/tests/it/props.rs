@@ -208,6 +208,16 @@ const BENIGN: &[&[&str]] = &[
 ];
 
 fn spelled(tokens: &'static [&'static str]) -> impl Strategy<Value = String> {
+    spelled_with(tokens, true)
+}
+
+/// `substitute`: whether `$(command)` is among the wrappers. Benign commands
+/// go without it: a substitution in command position runs its output, which
+/// the guard refuses unread.
+fn spelled_with(
+    tokens: &'static [&'static str],
+    substitute: bool,
+) -> impl Strategy<Value = String> {
     let n = tokens.len();
     (
         prop::collection::vec(0usize..4, n),
@@ -252,7 +262,7 @@ fn spelled(tokens: &'static [&'static str]) -> impl Strategy<Value = String> {
             }
             match wrapper {
                 1 => format!("bash -c '{text}'"),
-                2 => format!("$({text})"),
+                2 if substitute => format!("$({text})"),
                 3 => format!("echo start; {text}"),
                 4 => format!("true && {text} | tee log"),
                 5 => format!("cd /tmp\n{text}"),
@@ -293,7 +303,7 @@ proptest! {
 
     #[test]
     fn benign_commands_pass_however_spelled(
-        text in prop::sample::select(BENIGN.to_vec()).prop_flat_map(spelled),
+        text in prop::sample::select(BENIGN.to_vec()).prop_flat_map(|t| spelled_with(t, false)),
         shape in 0u8..4,
     ) {
         let args = placed(text.clone(), shape);
