@@ -130,14 +130,33 @@ pub(crate) fn seconds(flag: &str, value: f64) -> anyhow::Result<std::time::Durat
 }
 
 fn main() -> ExitCode {
+    // Colour on stderr only on a terminal, and never with NO_COLOR.
     tracing_subscriber::fmt()
+        .with_ansi(view::colour(std::io::IsTerminal::is_terminal(
+            &std::io::stderr(),
+        )))
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--help` and `--version` go through the checked writer too, so
+        // a full disk or a closed pipe is an error, not a silent exit 0.
+        Err(e) if !e.use_stderr() => {
+            out::raw(e.render().to_string().as_bytes());
+            return match out::finish() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    out::error(&e);
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Err(e) => e.exit(),
+    };
     if let Err(e) = pg::check(&cli) {
         out::error(&e);
         return ExitCode::from(1);
@@ -170,12 +189,17 @@ fn main() -> ExitCode {
         Command::Lifecycle(args) => lifecycle::run(&cli.db, cli.json, args),
         Command::Doctor(args) => doctor::run(&cli.db, cli.json, args),
         Command::Completions { shell } => {
+            // Generated into memory: clap_complete panics on a failed write.
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "lionrt", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "lionrt", &mut script);
+            out::raw(&script);
             Ok(ExitCode::SUCCESS)
         }
         Command::ScriptedLeg { script } => run::scripted_leg(&script),
     };
+    // A failed write of the output fails the command, whatever it decided.
+    let result = result.and_then(|code| out::finish().map(|()| code));
     match result {
         Ok(code) => code,
         Err(e) => {

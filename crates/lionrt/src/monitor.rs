@@ -56,7 +56,7 @@ fn watch<B: Backend>(backend: &B, json: bool, args: &MonitorArgs) -> Result<Exit
             draw(&backend.location(), &flight);
         }
         drawn += 1;
-        if !args.watch || (args.count > 0 && drawn >= args.count) {
+        if !args.watch || (args.count > 0 && drawn >= args.count) || out::failed() {
             break;
         }
         std::thread::sleep(interval);

@@ -700,8 +700,23 @@ fn enqueue_on<S: OutboxStore>(
     envelope: &notify::RunTerminalEnvelope,
     transition: &TransitionRecord,
 ) -> anyhow::Result<String> {
-    let mut new = NewDispatch::new(envelope.to_json()?);
-    new.template = Some(Template::new(argv.to_vec())?);
+    let json = envelope.to_json()?;
+    // li's placeholders ({status}, {session_id}, ...) are filled now, from
+    // the envelope; the outbox's own ({payload}, {id}, {attempt},
+    // {deliver_to}) stay for each attempt to fill.
+    let filled: Vec<String> = argv
+        .iter()
+        .zip(notify::fill_placeholders(argv, envelope, &json))
+        .map(|(given, filled)| {
+            if outbox::PLACEHOLDERS.contains(&given.as_str()) {
+                given.clone()
+            } else {
+                filled
+            }
+        })
+        .collect();
+    let mut new = NewDispatch::new(json);
+    new.template = Some(Template::new(filled)?);
     new.dedup_key = Some(format!(
         "{DEDUP_PREFIX}{}:{}:{}",
         transition.entity_type, transition.entity_id, transition.id

@@ -1,11 +1,74 @@
 //! Output helpers: stdout for results, stderr for errors, UTC timestamps.
+//!
+//! Every command checks its own output: the first failed write to stdout
+//! (a closed pipe, a full disk) is kept, later writes are skipped, and
+//! [`finish`] turns it into the command's error, so the command exits
+//! non-zero with a message naming the cause instead of exiting 0 or
+//! panicking.
 
 use std::io::Write;
+use std::sync::Mutex;
 
-/// Writes one line to stdout; a closed pipe is not an error worth a panic.
-pub(crate) fn line(text: impl AsRef<str>) {
+/// The first error writing stdout, if any.
+static WRITE_ERROR: Mutex<Option<std::io::Error>> = Mutex::new(None);
+
+/// Keeps `e` when it is the first output error.
+pub(crate) fn note_write_error(e: std::io::Error) {
+    let mut slot = WRITE_ERROR
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if slot.is_none() {
+        *slot = Some(e);
+    }
+}
+
+/// Whether writing stdout has failed: a loop that only prints (a follow, a
+/// watch) stops.
+pub(crate) fn failed() -> bool {
+    WRITE_ERROR
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .is_some()
+}
+
+/// Writes `bytes` to stdout as they are, unless an earlier write failed.
+pub(crate) fn raw(bytes: &[u8]) {
+    if failed() {
+        return;
+    }
     let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{}", text.as_ref());
+    if let Err(e) = stdout.write_all(bytes) {
+        note_write_error(e);
+    }
+}
+
+/// Writes one line to stdout; a failure is kept for [`finish`].
+pub(crate) fn line(text: impl AsRef<str>) {
+    if failed() {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{}", text.as_ref()) {
+        note_write_error(e);
+    }
+}
+
+/// Flushes stdout and reports the first output error as the command's.
+pub(crate) fn finish() -> anyhow::Result<()> {
+    if let Err(e) = std::io::stdout().lock().flush() {
+        note_write_error(e);
+    }
+    let taken = WRITE_ERROR
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    match taken {
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(anyhow::anyhow!(
+            "writing the output: the reader closed the pipe ({e})"
+        )),
+        Some(e) => Err(anyhow::Error::new(e).context("writing the output")),
+        None => Ok(()),
+    }
 }
 
 /// Writes a JSON value as one line to stdout.

@@ -69,10 +69,23 @@ pub(crate) enum ScheduleCmd {
         file: PathBuf,
     },
     /// Reconcile the database with a declarative set in ONE transaction:
-    /// create new names, update changed ones, delete names not in the file.
+    /// create new names and update changed ones; with --prune, also delete
+    /// the names the file does not list. Prints what it created, changed
+    /// and deleted.
+    ///
+    /// Example: `lionrt schedule apply schedules.json --dry-run` shows the
+    /// plan; `lionrt schedule apply schedules.json --prune` makes the
+    /// database hold exactly the file's schedules.
     Apply {
         /// The file.
         file: PathBuf,
+        /// Show what would be created, changed and deleted; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Also delete the schedules the file does not list (without it,
+        /// they are kept as they are).
+        #[arg(long)]
+        prune: bool,
     },
 }
 
@@ -297,20 +310,37 @@ pub(crate) fn run(db: &Path, json: bool, cmd: ScheduleCmd) -> Result<ExitCode> {
         ScheduleCmd::Runs { name, limit } => {
             print_runs(json, &schedules.runs(name.as_deref(), limit)?)
         }
-        ScheduleCmd::Apply { file } => {
-            let set = read_set(&file)?;
-            let report = schedules.apply(&set, now)?;
-            if json {
-                out::json(&json!(report));
+        ScheduleCmd::Apply {
+            file,
+            dry_run,
+            prune,
+        } => {
+            let mut set = read_set(&file)?;
+            if !prune {
+                set = scheduler::keep_unlisted(&schedules.list()?, &set);
+            }
+            let report = if dry_run {
+                scheduler::preview_apply(&schedules.list()?, &set, now)?
             } else {
+                schedules.apply(&set, now)?
+            };
+            if json {
+                let mut v = json!(report);
+                v["dry_run"] = json!(dry_run);
+                out::json(&v);
+            } else {
+                let verb = if dry_run { "would apply" } else { "applied" };
                 out::line(format!(
-                    "applied {}: created {:?}, updated {:?}, deleted {:?}, unchanged {}",
+                    "{verb} {}: create {:?}, change {:?}, delete {:?}, unchanged {}",
                     file.display(),
                     report.created,
                     report.updated,
                     report.deleted,
                     report.unchanged.len()
                 ));
+                if !prune && dry_run {
+                    out::line("(schedules the file does not list are kept; --prune deletes them)");
+                }
             }
         }
         ScheduleCmd::Trigger { name } => {

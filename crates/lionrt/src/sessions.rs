@@ -142,7 +142,9 @@ fn read<B: Backend>(backend: &B, json: bool, cmd: SessionsCmd) -> Result<ExitCod
                         print_message(json, full, m);
                     }
                 }
-                if ended {
+                // A reader that went away ends the follow (out::finish
+                // reports it).
+                if ended || out::failed() {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(interval.max(10)));

@@ -142,9 +142,11 @@ impl ExecAdapter {
     /// task was lost); an unsuccessful exit is a report, see
     /// [`ExecReport::ok`].
     pub async fn call(&self, envelope: &RunTerminalEnvelope) -> Result<ExecReport, Error> {
-        let payload = envelope.to_json()?.into_bytes();
+        let json = envelope.to_json()?;
+        let argv = fill_placeholders(self.argv.as_slice(), envelope, &json);
+        let payload = json.into_bytes();
         let (cancel, cancelled) = oneshot::channel::<()>();
-        let task = tokio::spawn(supervise(self.clone(), payload, cancelled));
+        let task = tokio::spawn(supervise(self.clone(), argv, payload, cancelled));
         // Held across the await: if this future is dropped, the sender goes
         // with it and the supervising task sees the cancellation.
         let _cancel_on_drop = cancel;
@@ -189,15 +191,82 @@ fn render_exit(report: &ExecReport) -> String {
     }
 }
 
+/// The placeholders an exec adapter's argument may be, as li's
+/// `--notify-on-terminal` knows them. An argument that is exactly one of
+/// them is replaced by the value as one whole argument (never spliced into
+/// a longer one, never given to a shell); a value the envelope lacks is
+/// the empty string. `argv[0]` is never replaced.
+pub const EXEC_PLACEHOLDERS: [&str; 12] = [
+    "{payload}",
+    "{status}",
+    "{previous_status}",
+    "{reason_code}",
+    "{event_id}",
+    "{entity_type}",
+    "{entity_id}",
+    "{target}",
+    "{session_id}",
+    "{invocation_id}",
+    "{schedule_run_id}",
+    "{run_id}",
+];
+
+/// `argv` with every whole-argument placeholder filled from `envelope`
+/// (`json` is its payload).
+pub fn fill_placeholders(
+    argv: &[String],
+    envelope: &RunTerminalEnvelope,
+    json: &str,
+) -> Vec<String> {
+    let c = &envelope.correlation;
+    let of_kind = |kind: &str| (envelope.entity.kind == kind).then(|| envelope.entity.id.clone());
+    let value = |p: &str| -> Option<String> {
+        Some(match p {
+            "{payload}" => json.to_owned(),
+            "{status}" => envelope.terminal_status.clone(),
+            "{previous_status}" => envelope.previous_status.clone().unwrap_or_default(),
+            "{reason_code}" => envelope.reason_code.clone(),
+            "{event_id}" => envelope.event_id.clone(),
+            "{entity_type}" => envelope.entity.kind.clone(),
+            "{entity_id}" | "{target}" => envelope.entity.id.clone(),
+            "{session_id}" => c
+                .session_id
+                .clone()
+                .or_else(|| of_kind("session"))
+                .unwrap_or_default(),
+            "{invocation_id}" => c
+                .invocation_id
+                .clone()
+                .or_else(|| of_kind("invocation"))
+                .unwrap_or_default(),
+            "{schedule_run_id}" => c
+                .schedule_run_id
+                .clone()
+                .or_else(|| of_kind("schedule_run"))
+                .unwrap_or_default(),
+            "{run_id}" => c.run_id.clone().unwrap_or_default(),
+            _ => return None,
+        })
+    };
+    argv.iter()
+        .enumerate()
+        .map(|(i, a)| match i {
+            0 => a.clone(),
+            _ => value(a).unwrap_or_else(|| a.clone()),
+        })
+        .collect()
+}
+
 /// The detached owner of one child: spawn, feed, drain, end, reap, record.
 async fn supervise(
     adapter: ExecAdapter,
+    argv: Vec<String>,
     payload: Vec<u8>,
     mut cancelled: oneshot::Receiver<()>,
 ) -> Result<ExecReport, Error> {
     let label = adapter.label();
     let deadline = Instant::now() + adapter.timeout;
-    let mut spec = LegSpec::new(adapter.argv.as_slice());
+    let mut spec = LegSpec::new(&argv);
     spec.stdin = StdinPolicy::Piped;
     spec.grace = adapter.grace;
     spec.stderr_tail_len = STDERR_LIMIT;

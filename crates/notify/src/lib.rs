@@ -114,7 +114,7 @@ mod sink;
 
 pub use envelope::{Correlation, EntityRef, RunTerminalEnvelope, SCHEMA_NAME, SCHEMA_VERSION};
 pub use error::{BoxError, Error};
-pub use exec::{Ending, ExecAdapter, ExecReport};
+pub use exec::{EXEC_PLACEHOLDERS, Ending, ExecAdapter, ExecReport, fill_placeholders};
 pub use outcome::{NotifyOutcome, OutcomeSink, RunDir, reason};
 pub use redact::{Argv, MIN_REDACTABLE_ARG_LEN, REDACTED, adapter_label, redact_argv_values};
 pub use registry::{

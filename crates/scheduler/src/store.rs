@@ -321,6 +321,31 @@ pub(crate) enum ApplyStep<'a> {
     Delete(&'a Schedule),
 }
 
+/// What [`ScheduleStore::apply`] of `set` over the live schedules
+/// `existing` would create, update, keep and delete, with nothing written:
+/// the preview of `lionrt schedule apply --dry-run`. Validates the set.
+pub fn preview_apply(
+    existing: &[Schedule],
+    set: &[ScheduleSpec],
+    now: Micros,
+) -> Result<ApplyReport, Error> {
+    plan_apply(existing, set, now).map(|(_, report)| report)
+}
+
+/// `set` plus every live schedule of `existing` it does not name, as that
+/// schedule stands: applying the result creates and updates what `set`
+/// says and deletes nothing (`lionrt schedule apply` without `--prune`).
+pub fn keep_unlisted(existing: &[Schedule], set: &[ScheduleSpec]) -> Vec<ScheduleSpec> {
+    let mut out = set.to_vec();
+    out.extend(
+        existing
+            .iter()
+            .filter(|s| !set.iter().any(|n| n.name == s.spec.name))
+            .map(|s| s.spec.clone()),
+    );
+    out
+}
+
 /// What `apply` of `set` over the live schedules `existing` writes, and
 /// its report. Validates the set first.
 pub(crate) fn plan_apply<'a>(

@@ -13,6 +13,7 @@ mod mirror;
 mod multihost;
 mod notify;
 mod outbox;
+mod output;
 mod plugin;
 mod plugin_settings;
 mod postgres;

@@ -594,3 +594,44 @@ fn a_failing_adapters_stderr_goes_to_an_owner_only_file_named_by_the_outcome() {
         "the raw stderr is not quoted: {stderr} {got}"
     );
 }
+
+/// `--notify-on-terminal 'rec.sh {status} {session_id}'`, as li users write
+/// it: each whole-argument placeholder reaches the handler as its value,
+/// on the direct path and through the durable outbox alike.
+#[test]
+fn notify_templates_fill_li_placeholders_as_whole_arguments() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let none = dir.path().join("none.yaml");
+    let sink = dir.path().join("args.txt");
+    let handler = format!(
+        "sh -c 'printf \"%s|%s|%s\\n\" \"$1\" \"$2\" \"$3\" >> {}' sh {{status}} {{session_id}} {{reason_code}}",
+        sink.display()
+    );
+    for (session, durable) in [("tpl-direct", false), ("tpl-durable", true)] {
+        let mut args = vec![
+            "run",
+            "--session",
+            session,
+            "--workspace",
+            dir.path().to_str().expect("utf8"),
+            "--notify-on-terminal",
+            &handler,
+        ];
+        if durable {
+            args.push("--notify-durable");
+        }
+        let out = lionrt(&db, &none, &args);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let text = std::fs::read_to_string(&sink).expect("the handler ran");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.contains(&"completed|tpl-direct|run.completed.ok"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"completed|tpl-durable|run.completed.ok"),
+        "{lines:?}"
+    );
+}

@@ -212,9 +212,48 @@ fn validate_checks_and_apply_reconciles_a_set() {
     write(
         r#"[{"name": "a", "trigger": {"interval": {"seconds": 30}}, "run": {"prompt": "p", "workspace": "/tmp"}}]"#,
     );
+    // A dry run shows the plan and writes nothing; without --prune the
+    // unlisted schedule is kept.
+    let before = std::fs::read(&db).expect("db");
+    let r = stdout_json(&lionrt(
+        &db,
+        &["--json", "schedule", "apply", set_arg, "--dry-run"],
+    ));
+    assert_eq!(r["dry_run"], true);
+    assert_eq!(r["updated"], serde_json::json!(["a"]));
+    assert_eq!(r["deleted"], serde_json::json!([]));
+    let r = stdout_json(&lionrt(
+        &db,
+        &[
+            "--json",
+            "schedule",
+            "apply",
+            set_arg,
+            "--dry-run",
+            "--prune",
+        ],
+    ));
+    assert_eq!(r["deleted"], serde_json::json!(["b"]));
+    let ls = stdout_json(&lionrt(&db, &["--json", "schedule", "ls"]));
+    assert_eq!(ls[0]["spec"]["trigger"]["interval"]["seconds"], 60);
+    assert_eq!(ls.as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        std::fs::read(&db).expect("db"),
+        before,
+        "a dry run writes nothing"
+    );
+
     let r = stdout_json(&lionrt(&db, &["--json", "schedule", "apply", set_arg]));
     assert_eq!(r["updated"], serde_json::json!(["a"]));
+    assert_eq!(r["deleted"], serde_json::json!([]));
+    assert_eq!(r["unchanged"], serde_json::json!(["b"]));
+    let r = stdout_json(&lionrt(
+        &db,
+        &["--json", "schedule", "apply", set_arg, "--prune"],
+    ));
     assert_eq!(r["deleted"], serde_json::json!(["b"]));
+    let ls = stdout_json(&lionrt(&db, &["--json", "schedule", "ls"]));
+    assert_eq!(ls.as_array().map(Vec::len), Some(1));
 }
 
 #[test]

@@ -313,3 +313,39 @@ fn a_timed_out_call_inside_a_handler_still_reaps() {
     multi_thread().block_on(registry.emit(&envelope("session", "s1")));
     assert!(wait_gone(read_pid(&pid_file), true));
 }
+
+/// li's notify templates: an argument that is exactly `{status}`,
+/// `{payload}`, `{session_id}` (or another placeholder) reaches the child
+/// as that value, as one whole argument, shell metacharacters inert; an
+/// argument that merely contains braces, and argv[0], are left alone.
+#[test]
+fn whole_argument_placeholders_are_filled_from_the_envelope() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = dir.path().join("args");
+    let adapter = ExecAdapter::new(argv(&[
+        "/bin/sh",
+        "-c",
+        "for a in \"$@\"; do printf '%s\\n--\\n' \"$a\"; done > \"$0\"",
+        &args.display().to_string(),
+        "{status}",
+        "{session_id}",
+        "{entity_type}",
+        "{reason_code}",
+        "{invocation_id}",
+        "status={status}",
+        "{payload}",
+    ]));
+    let env = envelope("session", "s1; rm -rf ~");
+    let report = multi_thread().block_on(adapter.call(&env)).expect("call");
+    assert!(report.ok(), "{report:?}");
+    let text = std::fs::read_to_string(&args).expect("args");
+    let got: Vec<&str> = text.split("\n--\n").collect();
+    assert_eq!(got[0], env.terminal_status);
+    assert_eq!(got[1], "s1; rm -rf ~");
+    assert_eq!(got[2], "session");
+    assert_eq!(got[3], env.reason_code);
+    assert_eq!(got[4], "", "a value the envelope lacks is empty");
+    assert_eq!(got[5], "status={status}");
+    let payload = notify::RunTerminalEnvelope::from_json(got[6]).expect("the payload argument");
+    assert_eq!(payload, env);
+}
