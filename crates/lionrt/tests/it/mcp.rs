@@ -238,6 +238,53 @@ fn call_goes_through_validation_and_the_gate() {
     assert_eq!(refused.status.code(), Some(1));
 }
 
+/// Issue 24: spellings a shell accepts are refused through `mcp call` to an
+/// admitted tool, and copying to `/dev/null` is not.
+#[test]
+fn call_reads_the_command_as_the_shell_will_run_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        json!({"benign": {"command": fixture(BENIGN), "args": ["benign"]}}),
+    );
+    let db = dir.path().join("state.db");
+    let call = |text: &str| {
+        let args = json!({ "text": text }).to_string();
+        lionrt(
+            &db,
+            &[
+                "mcp", "call", "benign", "echo", "--args", &args, "--config", &config,
+            ],
+        )
+    };
+    for text in [
+        "rm --rec --force /",
+        "rm >/dev/null -rf /",
+        "git push 2>&1 --force-w origin main",
+        "cat disk.img > //dev//sda",
+        "sqlite3 app.db 'DELETE FROM users'",
+        "$(which rm) -rf /",
+    ] {
+        let out = call(text);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{text:?} was not refused: {stderr}"
+        );
+        assert!(stderr.contains("destructive"), "{text:?}: {stderr}");
+    }
+    let out = call("cp build.log /dev/null");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: Value = serde_json::from_str(stdout(&out).trim()).expect("json");
+    assert_eq!(result["content"][0]["text"], "cp build.log /dev/null");
+}
+
 #[test]
 fn audit_refuses_an_unknown_format_as_a_usage_error_listing_the_choices() {
     let dir = tempfile::tempdir().expect("tempdir");
