@@ -10,6 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::StoreError;
 use crate::migrate::migrate;
+use crate::recognise::{StoreKind, file_uri, recognise};
 use crate::version::warn_if_unfixed;
 
 /// A pooled connection.
@@ -129,8 +130,31 @@ impl Engine {
     }
 
     fn open_inner(path: &Path, config: EngineConfig, create: bool) -> Result<Self, StoreError> {
-        if !create && !path.exists() {
-            return Err(StoreError::Missing(path.to_path_buf()));
+        // Recognise the file before anything writes to it: another
+        // program's database (the original lionagi's above all) is refused
+        // with not a byte of it changed, as is a store newer than this build.
+        match recognise(path)? {
+            StoreKind::Missing if !create => {
+                return Err(StoreError::Missing(path.to_path_buf()));
+            }
+            StoreKind::Missing => create_file(path)?,
+            StoreKind::Empty | StoreKind::Lionrt { .. } => {}
+            StoreKind::NotADatabase => {
+                return Err(StoreError::NotADatabase(path.to_path_buf()));
+            }
+            StoreKind::LionrtNewer { version, known } => {
+                return Err(StoreError::SchemaTooNew {
+                    found: version,
+                    known,
+                });
+            }
+            kind => {
+                return Err(StoreError::ForeignStore {
+                    path: path.to_path_buf(),
+                    what: kind.describe(),
+                    kind,
+                });
+            }
         }
         warn_if_unfixed(rusqlite::version());
         let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -183,17 +207,26 @@ pub struct ReadOnlyEngine {
     pool: Pool<SqliteConnectionManager>,
 }
 
-fn file_uri(path: &Path) -> String {
-    let mut uri = String::from("file:");
-    for b in path.as_os_str().as_encoded_bytes() {
-        match b {
-            b'?' | b'#' | b'%' => uri.push_str(&format!("%{b:02X}")),
-            _ if b.is_ascii() && !b.is_ascii_control() => uri.push(char::from(*b)),
-            _ => uri.push_str(&format!("%{b:02X}")),
-        }
+/// Creates the new, empty database file (mode 0600: the store holds
+/// prompts and transcripts), so that a failure names its real cause (a
+/// directory that is not writable, a read-only file system) instead of
+/// SQLite's "unable to open". A file another process created meanwhile is
+/// fine.
+fn create_file(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(StoreError::CannotCreate {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
-    uri.push_str("?mode=ro");
-    uri
 }
 
 impl ReadOnlyEngine {
@@ -207,7 +240,7 @@ impl ReadOnlyEngine {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let uri = file_uri(path);
+        let uri = file_uri(path, "mode=ro");
         let init = move |c: &mut Connection| -> Result<(), rusqlite::Error> {
             c.busy_timeout(busy_timeout)?;
             c.pragma_update(None, "query_only", "ON")?;

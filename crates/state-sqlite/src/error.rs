@@ -15,6 +15,47 @@ pub enum StoreError {
     /// The database file does not exist.
     #[error("no database at {0} (run `lionrt state init` first)")]
     Missing(PathBuf),
+    /// The path names a directory, not a database file.
+    #[error("{0} is a directory, not a database file")]
+    IsADirectory(PathBuf),
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file starts as a SQLite database but cannot be read as one.
+    #[error("{path} cannot be read as a SQLite database (damaged?): {source}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A new database file could not be created (the directory is not
+    /// writable, the file system is read-only, ...).
+    #[error("cannot create the database {path}: {source}")]
+    CannotCreate {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is the original lionagi's store: lionrt never writes it.
+    #[error("{path} is {what}; lionrt does not write to it")]
+    ForeignStore {
+        /// The file.
+        path: PathBuf,
+        /// What it is ([`crate::StoreKind::describe`]).
+        what: String,
+        /// What it is.
+        kind: crate::StoreKind,
+    },
     /// The file exists but is not a SQLite database.
     #[error("{0} is not a SQLite database")]
     NotADatabase(PathBuf),

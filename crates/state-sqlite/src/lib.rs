@@ -46,6 +46,7 @@ mod mirror;
 pub mod overview;
 pub mod query;
 mod reader;
+mod recognise;
 mod recorder;
 mod service;
 mod sqlval;
@@ -63,6 +64,7 @@ pub use mirror::{
     MirrorMessage, MirrorSession, MirrorWrite, REACTIVATION_JUSTIFICATION, ReconcileAction,
     mirror_reconciler, mirror_writer,
 };
+pub use recognise::{StoreKind, recognise};
 pub use service::{
     AdminEvent, LEGACY_COLUMNS, LegacyTransitionRequest, LegacyTransitionResult, StatusUpdate,
     Store,

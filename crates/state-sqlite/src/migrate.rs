@@ -70,18 +70,20 @@ impl Migration {
 /// verifies the checksums of those already applied. Returns the versions
 /// applied now.
 pub fn migrate(conn: &mut Connection) -> Result<Vec<u32>, StoreError> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-            version INTEGER PRIMARY KEY NOT NULL,
-            name TEXT NOT NULL,
-            checksum TEXT NOT NULL,
-            applied_at INTEGER NOT NULL
-        )",
-    )?;
     let known = MIGRATIONS.last().map_or(0, |m| m.version);
     let mut applied = Vec::new();
     for m in MIGRATIONS {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // In the migration's own transaction: a first migration that fails
+        // (on a file that is not lionrt's) leaves no table behind.
+        tx.execute_batch(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                version INTEGER PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                checksum TEXT NOT NULL,
+                applied_at INTEGER NOT NULL
+            )",
+        )?;
         let existing: Option<String> = tx
             .query_row(
                 "SELECT checksum FROM schema_migrations WHERE version = ?1",
