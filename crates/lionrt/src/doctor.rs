@@ -16,6 +16,7 @@ use anyhow::Result;
 use clap::Args;
 use serde::Serialize;
 use serde_json::json;
+use state_sqlite::StoreKind;
 
 use crate::out;
 use crate::view::{self, paint};
@@ -120,6 +121,27 @@ fn sqlite(checks: &mut Vec<Check>) {
     }
 }
 
+/// li's own store, when it is in its default place and `--db` is elsewhere:
+/// reported as li's, never used.
+fn lionagi_store(checks: &mut Vec<Check>, db: &Path) {
+    let li = crate::dbpath::lionagi_db();
+    if li == db {
+        return;
+    }
+    if let Ok(kind @ StoreKind::Lionagi { .. }) = state_sqlite::recognise(&li) {
+        check(
+            checks,
+            "lionagi",
+            Level::Ok,
+            format!(
+                "{} is {} (not used by lionrt; `lionrt state import --from-lionagi` copies it)",
+                li.display(),
+                kind.describe()
+            ),
+        );
+    }
+}
+
 fn database(checks: &mut Vec<Check>, db: &Path) {
     if let Some(url) = crate::pg::url(db) {
         // Probed read-only: the schema must be there, migrated by this
@@ -140,16 +162,53 @@ fn database(checks: &mut Vec<Check>, db: &Path) {
         }
         return;
     }
-    if !db.exists() {
-        check(
-            checks,
-            "database",
+    lionagi_store(checks, db);
+    // What the file is, recognised without changing it.
+    let (level, detail) = match state_sqlite::recognise(db) {
+        Ok(StoreKind::Missing) => (
             Level::Ok,
             format!(
                 "{} does not exist yet (the first run creates it)",
                 db.display()
             ),
-        );
+        ),
+        Ok(StoreKind::Empty) => (
+            Level::Ok,
+            format!(
+                "{} is an empty file (the first run makes it lionrt's store)",
+                db.display()
+            ),
+        ),
+        Ok(kind @ StoreKind::Lionagi { .. }) => (
+            Level::Fail,
+            format!(
+                "{} is {}: lionrt does not use it (`lionrt state import --from-lionagi {}` copies it)",
+                db.display(),
+                kind.describe(),
+                db.display()
+            ),
+        ),
+        Ok(kind @ StoreKind::LionrtNewer { .. }) => (
+            Level::Warn,
+            format!(
+                "{} is {}: this lionrt only reads it",
+                db.display(),
+                kind.describe()
+            ),
+        ),
+        Ok(StoreKind::Lionrt { .. }) => (Level::Ok, String::new()),
+        Ok(kind) => (
+            Level::Fail,
+            format!(
+                "{} is {}: lionrt does not use it",
+                db.display(),
+                kind.describe()
+            ),
+        ),
+        Err(e) => (Level::Fail, format!("{}: {e}", db.display())),
+    };
+    if !detail.is_empty() {
+        check(checks, "database", level, detail);
         return;
     }
     let probe = || -> Result<String> {

@@ -53,13 +53,16 @@ const REQUIRED: [&str; 5] = [
 
 /// Tables whose rows are imported (in part) or are bookkeeping; every other
 /// non-empty table is reported as not imported.
-const HANDLED: [&str; 6] = [
+const HANDLED: [&str; 9] = [
     "sessions",
     "messages",
     "progressions",
     "status_transitions",
     "schema_meta",
     "message_types",
+    "invocations",
+    "schedules",
+    "schedule_runs",
 ];
 
 /// lionrt's actor types; any other lionagi `source` becomes `system`.
@@ -75,9 +78,11 @@ const ACTOR_TYPES: [&str; 7] = [
 
 #[derive(Debug, Args)]
 pub(crate) struct ImportArgs {
-    /// The original lionagi state.db to read (never modified: a copy is read).
-    #[arg(long = "from-lionagi", value_name = "PATH")]
-    from: PathBuf,
+    /// The original lionagi state.db to read (never modified: a copy is
+    /// read); without PATH, li's own store ($LIONAGI_HOME/state.db, else
+    /// ~/.lionagi/state.db).
+    #[arg(long = "from-lionagi", value_name = "PATH", num_args = 0..=1)]
+    from: Option<Option<PathBuf>>,
     /// Read and report, write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -91,15 +96,27 @@ struct Report {
     transitions_imported: u64,
     /// Session id -> why it was skipped.
     sessions_skipped: BTreeMap<String, String>,
+    invocations_imported: u64,
+    schedules_imported: u64,
+    schedule_runs_imported: u64,
+    /// Invocation id -> why it was skipped.
+    invocations_skipped: BTreeMap<String, String>,
+    /// Schedule id -> why it was skipped.
+    schedules_skipped: BTreeMap<String, String>,
+    /// Schedule run id -> why it was skipped.
+    schedule_runs_skipped: BTreeMap<String, String>,
     /// Progression entries naming no message row.
     messages_missing: u64,
     /// Message rows no imported session reaches.
     messages_not_in_a_session: u64,
-    /// Status transitions of entities other than sessions, by type.
+    /// Status transitions not brought over (their entity was not), by type.
     transitions_skipped: BTreeMap<String, u64>,
     /// Rows of other lionagi tables, by table.
     tables_not_imported: BTreeMap<String, u64>,
     dry_run: bool,
+    /// Transitions brought, by entity type (for the count left behind).
+    #[serde(skip)]
+    brought: BTreeMap<String, u64>,
 }
 
 /// One lionagi session row, as read.
@@ -111,11 +128,55 @@ struct Session {
 }
 
 pub(crate) fn run(db: &Path, json: bool, args: ImportArgs) -> Result<ExitCode> {
+    let Some(from) = args.from.clone() else {
+        bail!(
+            "give --from-lionagi [PATH] (without PATH: li's own store, {})",
+            crate::dbpath::lionagi_db().display()
+        );
+    };
+    let from = from.unwrap_or_else(crate::dbpath::lionagi_db);
+    // What the source is, recognised without changing it: only lionagi's
+    // store is read.
+    match state_sqlite::recognise(&from)? {
+        state_sqlite::StoreKind::Lionagi { .. } => {}
+        state_sqlite::StoreKind::Missing => bail!(
+            "no lionagi store at {} (li keeps it at $LIONAGI_HOME/state.db, else ~/.lionagi/state.db; give --from-lionagi PATH)",
+            from.display()
+        ),
+        kind => bail!(
+            "{} is {}, not lionagi's store",
+            from.display(),
+            kind.describe()
+        ),
+    }
+    if crate::pg::url(db).is_none() && same_file(&from, db) {
+        bail!(
+            "--db {} is the lionagi store itself; lionrt imports into its own store (leave --db out for {})",
+            db.display(),
+            crate::dbpath::own_db_with(|n| std::env::var_os(n)).display()
+        );
+    }
     let snapshot = tempfile::tempdir().context("creating a temporary directory")?;
-    let source = copy_source(&args.from, snapshot.path())?;
-    let src = ReadOnlyEngine::open(&source, Duration::from_secs(5))
-        .with_context(|| format!("opening {}", args.from.display()))?;
-    let src = src.conn()?;
+    let source = copy_source(&from, snapshot.path())?;
+    // Every error reading the copy names the user's file, never the copy.
+    let named = |e: anyhow::Error| e.context(format!("reading {}", from.display()));
+    let src = ReadOnlyEngine::open(&source, Duration::from_secs(5)).map_err(|e| {
+        named(anyhow::anyhow!(
+            "{}",
+            e.to_string()
+                .replace(&source.display().to_string(), &from.display().to_string())
+        ))
+    })?;
+    let src = src.conn().map_err(|e| named(e.into()))?;
+    let check: String = src
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(|e| named(e.into()))?;
+    if check != "ok" {
+        bail!(
+            "{} is damaged (SQLite's quick_check: {check}); nothing was imported",
+            from.display()
+        );
+    }
     let tables: BTreeSet<String> = {
         let mut stmt = src.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
         stmt.query_map([], |r| r.get::<_, String>(0))?
@@ -125,26 +186,17 @@ pub(crate) fn run(db: &Path, json: bool, args: ImportArgs) -> Result<ExitCode> {
         if !tables.contains(table) {
             bail!(
                 "{} is not a lionagi state.db: it has no {table} table",
-                args.from.display()
+                from.display()
             );
         }
     }
-    // lionagi stamps its stores `lineage = lionagi` in schema_meta, and its
-    // sessions reach their messages through `progression_id`.
-    let lineage: Option<String> = src
-        .query_row(
-            "SELECT value FROM schema_meta WHERE key = 'lineage'",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
     let has_progression = src
         .prepare("SELECT progression_id FROM sessions LIMIT 0")
         .is_ok();
-    if lineage.as_deref() != Some("lionagi") || !has_progression {
+    if !has_progression {
         bail!(
-            "{} is not a lionagi state.db: its schema_meta has no lineage 'lionagi'",
-            args.from.display()
+            "{} is not a lionagi state.db: its sessions have no progression_id",
+            from.display()
         );
     }
     let report = match crate::pg::url(db) {
@@ -154,19 +206,107 @@ pub(crate) fn run(db: &Path, json: bool, args: ImportArgs) -> Result<ExitCode> {
             let target = PgTarget {
                 tx: conn.transaction()?,
             };
-            import_into(target, &src, &tables, args.dry_run)?
+            import_into(target, &src, &tables, args.dry_run).map_err(named)?
+        }
+        None if args.dry_run => {
+            // A dry run writes nothing anywhere: the target is only read
+            // (when it is a lionrt store already), never created.
+            let reader = match state_sqlite::recognise(db)? {
+                state_sqlite::StoreKind::Lionrt { .. } => Some(crate::view::open_read(db)?),
+                _ => None,
+            };
+            let target = DryTarget {
+                conn: reader.as_ref().map(|(_, c)| &**c),
+                messages: BTreeSet::new(),
+            };
+            import_into(target, &src, &tables, true).map_err(named)?
         }
         None => {
+            crate::dbpath::ensure_parent(db)?;
             let store = Store::new(Engine::create(db, EngineConfig::default())?);
             let mut conn = store.engine().conn()?;
             let target = SqliteTarget {
                 tx: conn.transaction()?,
             };
-            import_into(target, &src, &tables, args.dry_run)?
+            import_into(target, &src, &tables, false).map_err(named)?
         }
     };
-    print(json, &args.from, &report);
+    print(json, &from, &report);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether two paths name one file (both must exist to be the same).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// A dry run's target: reads the existing lionrt store (if any) to tell
+/// what is already there, and writes nothing.
+struct DryTarget<'c> {
+    conn: Option<&'c rusqlite::Connection>,
+    messages: BTreeSet<String>,
+}
+
+impl Target for DryTarget<'_> {
+    fn has_session(&mut self, id: &str) -> Result<bool> {
+        match self.conn {
+            Some(c) => Ok(c.query_row(
+                "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?1)",
+                [id],
+                |r| r.get(0),
+            )?),
+            None => Ok(false),
+        }
+    }
+
+    fn insert_session(&mut self, _s: &NewSession) -> Result<()> {
+        Ok(())
+    }
+
+    fn insert_message(
+        &mut self,
+        id: &str,
+        _session: &str,
+        _role: &str,
+        _content: &str,
+        _at: i64,
+    ) -> Result<bool> {
+        let there = match self.conn {
+            Some(c) => c.query_row(
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE id = ?1)",
+                [id],
+                |r| r.get::<_, bool>(0),
+            )?,
+            None => false,
+        };
+        Ok(!there && self.messages.insert(id.to_owned()))
+    }
+
+    fn insert_transition(&mut self, _t: &NewTransition<'_>) -> Result<()> {
+        Ok(())
+    }
+
+    fn has_row(&mut self, table: &str, id: &str) -> Result<bool> {
+        match self.conn {
+            Some(c) => Ok(c.query_row(
+                &format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE id = ?1)"),
+                [id],
+                |r| r.get(0),
+            )?),
+            None => Ok(false),
+        }
+    }
+
+    fn insert_row(&mut self, _table: &str, _row: &[(&str, Val)]) -> Result<()> {
+        Ok(())
+    }
+
+    fn finish(self, _commit: bool) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Reads the lionagi source and writes into `target`, in its one
@@ -195,6 +335,7 @@ fn import_into<T: Target>(
             report
                 .sessions_skipped
                 .insert(s.id.clone(), "already in the target".into());
+            already_there(src, &mut report, "session", &s.id)?;
             continue;
         }
         let Some(status) = s.status.as_ref().filter(|st| known.contains(*st)) else {
@@ -229,7 +370,9 @@ fn import_into<T: Target>(
             let added = target.insert_message(id, &s.id, &role, &content, micros(at))?;
             report.messages_imported += u64::from(added);
         }
-        report.transitions_imported += copy_history(src, &mut target, &s.id)?;
+        let n = copy_history(src, &mut target, "session", &s.id)?;
+        report.transitions_imported += n;
+        *report.brought.entry("session".into()).or_default() += n;
     }
 
     let total_messages: i64 = src.query_row("SELECT count(*) FROM messages", [], |r| r.get(0))?;
@@ -246,16 +389,17 @@ fn import_into<T: Target>(
         n
     };
     report.messages_not_in_a_session = u64::try_from(total_messages - in_messages).unwrap_or(0);
+    others(src, &mut target, tables, &mut report)?;
     {
-        let mut stmt = src.prepare(
-            "SELECT entity_type, count(*) FROM status_transitions
-             WHERE entity_type != 'session' GROUP BY entity_type",
-        )?;
+        let mut stmt = src
+            .prepare("SELECT entity_type, count(*) FROM status_transitions GROUP BY entity_type")?;
         for row in stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
             let (kind, n) = row?;
-            report
-                .transitions_skipped
-                .insert(kind, u64::try_from(n).unwrap_or(0));
+            let brought = report.brought.get(&kind).copied().unwrap_or(0);
+            let left = u64::try_from(n).unwrap_or(0).saturating_sub(brought);
+            if left > 0 {
+                report.transitions_skipped.insert(kind, left);
+            }
         }
     }
     for table in tables.iter().filter(|t| !HANDLED.contains(&t.as_str())) {
@@ -296,6 +440,334 @@ fn copy_source(from: &Path, dir: &Path) -> Result<PathBuf> {
 fn micros(seconds: f64) -> i64 {
     // `as` saturates on overflow and maps NaN to 0: no panic on odd input.
     (seconds * 1_000_000.0).round() as i64
+}
+
+/// Every row of a query, as JSON objects (blobs become null).
+fn read_rows(src: &rusqlite::Connection, sql: &str) -> Result<Vec<Map<String, Value>>> {
+    let mut stmt = src.prepare(sql)?;
+    let names: Vec<String> = stmt
+        .column_names()
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    let rows = stmt.query_map([], |r| {
+        let mut columns = Map::new();
+        for (i, name) in names.iter().enumerate() {
+            let value = match r.get_ref(i)? {
+                ValueRef::Null | ValueRef::Blob(_) => Value::Null,
+                ValueRef::Integer(n) => json!(n),
+                ValueRef::Real(f) => json!(f),
+                ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into()),
+            };
+            columns.insert(name.clone(), value);
+        }
+        Ok(columns)
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+fn text(row: &Map<String, Value>, key: &str) -> Option<String> {
+    row.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn time(row: &Map<String, Value>, key: &str) -> Option<i64> {
+    row.get(key).and_then(Value::as_f64).map(micros)
+}
+
+/// A stored JSON text column, parsed (else as it is).
+fn parsed(row: &Map<String, Value>, key: &str) -> Value {
+    match row.get(key) {
+        Some(Value::String(t)) => {
+            serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.clone()))
+        }
+        Some(v) => v.clone(),
+        None => Value::Null,
+    }
+}
+
+/// The statuses of `entity_type` in lionrt's policy, and its terminal ones.
+fn statuses(entity_type: &str) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
+    let policy = lifecycle_core::default_registry().get(entity_type)?;
+    Ok((
+        policy.statuses().iter().cloned().collect(),
+        policy.terminal_statuses().map(str::to_owned).collect(),
+    ))
+}
+
+/// Brings invocations, schedules and schedule runs, each with its status
+/// history. An invocation comes as it is (its skill, plugin, prompt and
+/// metadata in its reason JSON). A schedule comes only when lionrt can run
+/// it (an agent target, on an interval or a cron trigger, with a provider
+/// lionrt knows), and always disabled: lionagi's scheduler may still own
+/// it, and enabling it here is the user's call. A schedule run comes when
+/// it has ended (an open one belongs to lionagi's scheduler), pointing at
+/// its schedule when that came too.
+fn others<T: Target>(
+    src: &rusqlite::Connection,
+    target: &mut T,
+    tables: &BTreeSet<String>,
+    report: &mut Report,
+) -> Result<()> {
+    let history = |target: &mut T, report: &mut Report, kind: &str, id: &str| -> Result<()> {
+        let n = copy_history(src, target, kind, id)?;
+        report.transitions_imported += n;
+        *report.brought.entry(kind.into()).or_default() += n;
+        Ok(())
+    };
+    if tables.contains("invocations") {
+        let (known, _) = statuses("invocation")?;
+        for row in read_rows(src, "SELECT * FROM invocations ORDER BY created_at, id")? {
+            let id = text(&row, "id").unwrap_or_default();
+            let status = text(&row, "status").unwrap_or_default();
+            if target.has_row("invocations", &id)? {
+                already_there(src, report, "invocation", &id)?;
+                report
+                    .invocations_skipped
+                    .insert(id, "already in the target".into());
+                continue;
+            }
+            if !known.contains(&status) {
+                report.invocations_skipped.insert(
+                    id,
+                    format!("status {status:?} is not a lionrt invocation status"),
+                );
+                continue;
+            }
+            let created = time(&row, "created_at").unwrap_or(0);
+            let reason = json!({
+                "imported_from": "lionagi",
+                "skill": row.get("skill"),
+                "plugin": row.get("plugin"),
+                "prompt": row.get("prompt"),
+                "started_at": time(&row, "started_at"),
+                "session_count": row.get("session_count"),
+                "node_metadata": parsed(&row, "node_metadata"),
+                "evidence_refs": parsed(&row, "status_evidence_refs"),
+            });
+            target.insert_row(
+                "invocations",
+                &[
+                    ("id", Val::Text(Some(id.clone()))),
+                    ("status", Val::Text(Some(status))),
+                    (
+                        "status_reason_code",
+                        Val::Text(text(&row, "status_reason_code")),
+                    ),
+                    (
+                        "status_reason_summary",
+                        Val::Text(text(&row, "status_reason_summary")),
+                    ),
+                    ("status_reason_json", Val::Text(Some(reason.to_string()))),
+                    ("created_at", Val::Int(Some(created))),
+                    (
+                        "updated_at",
+                        Val::Int(Some(time(&row, "updated_at").unwrap_or(created))),
+                    ),
+                    ("ended_at", Val::Int(time(&row, "ended_at"))),
+                ],
+            )?;
+            report.invocations_imported += 1;
+            history(target, report, "invocation", &id)?;
+        }
+    }
+    let mut schedules_here = BTreeSet::new();
+    if tables.contains("schedules") {
+        for row in read_rows(src, "SELECT * FROM schedules ORDER BY created_at, id")? {
+            let id = text(&row, "id").unwrap_or_default();
+            if target.has_row("schedules", &id)? {
+                already_there(src, report, "schedule", &id)?;
+                report
+                    .schedules_skipped
+                    .insert(id.clone(), "already in the target".into());
+                schedules_here.insert(id);
+                continue;
+            }
+            let spec = match schedule_spec(&row) {
+                Ok(spec) => spec,
+                Err(why) => {
+                    report.schedules_skipped.insert(id, why);
+                    continue;
+                }
+            };
+            let created = time(&row, "created_at").unwrap_or(0);
+            target.insert_row(
+                "schedules",
+                &[
+                    ("id", Val::Text(Some(id.clone()))),
+                    ("status", Val::Text(Some("disabled".into()))),
+                    (
+                        "status_reason_code",
+                        Val::Text(Some("schedule_definition.created.observed".into())),
+                    ),
+                    (
+                        "status_reason_json",
+                        Val::Text(Some(
+                            json!({"imported_from": "lionagi", "lionagi_name": row.get("name")})
+                                .to_string(),
+                        )),
+                    ),
+                    ("created_at", Val::Int(Some(created))),
+                    (
+                        "updated_at",
+                        Val::Int(Some(time(&row, "updated_at").unwrap_or(created))),
+                    ),
+                    ("name", Val::Text(Some(spec.name.clone()))),
+                    ("spec_json", Val::Text(Some(serde_json::to_string(&spec)?))),
+                    ("last_fire_at", Val::Int(time(&row, "last_fired_at"))),
+                ],
+            )?;
+            report.schedules_imported += 1;
+            schedules_here.insert(id.clone());
+            history(target, report, "schedule", &id)?;
+        }
+    }
+    if tables.contains("schedule_runs") {
+        let (known, terminal) = statuses("schedule_run")?;
+        for row in read_rows(src, "SELECT * FROM schedule_runs ORDER BY created_at, id")? {
+            let id = text(&row, "id").unwrap_or_default();
+            let status = text(&row, "status").unwrap_or_default();
+            if target.has_row("schedule_runs", &id)? {
+                already_there(src, report, "schedule_run", &id)?;
+                report
+                    .schedule_runs_skipped
+                    .insert(id, "already in the target".into());
+                continue;
+            }
+            if !known.contains(&status) {
+                report.schedule_runs_skipped.insert(
+                    id,
+                    format!("status {status:?} is not a lionrt schedule run status"),
+                );
+                continue;
+            }
+            if !terminal.contains(&status) {
+                report.schedule_runs_skipped.insert(
+                    id,
+                    format!("still {status} in lionagi (its scheduler owns an open run)"),
+                );
+                continue;
+            }
+            let schedule = text(&row, "schedule_id");
+            let linked = schedule.clone().filter(|s| schedules_here.contains(s));
+            let created = time(&row, "created_at").unwrap_or(0);
+            let reason = json!({
+                "imported_from": "lionagi",
+                "lionagi_schedule_id": schedule,
+                "trigger_context": parsed(&row, "trigger_context"),
+                "action_kind": row.get("action_kind"),
+                "action_args": parsed(&row, "action_args"),
+                "evidence_refs": parsed(&row, "status_evidence_refs"),
+            });
+            target.insert_row(
+                "schedule_runs",
+                &[
+                    ("id", Val::Text(Some(id.clone()))),
+                    ("schedule_id", Val::Text(linked)),
+                    ("status", Val::Text(Some(status))),
+                    (
+                        "status_reason_code",
+                        Val::Text(text(&row, "status_reason_code")),
+                    ),
+                    (
+                        "status_reason_summary",
+                        Val::Text(text(&row, "status_reason_summary")),
+                    ),
+                    ("status_reason_json", Val::Text(Some(reason.to_string()))),
+                    ("created_at", Val::Int(Some(created))),
+                    (
+                        "updated_at",
+                        Val::Int(Some(time(&row, "updated_at").unwrap_or(created))),
+                    ),
+                    ("ended_at", Val::Int(time(&row, "ended_at"))),
+                    (
+                        "exit_code",
+                        Val::Int(row.get("exit_code").and_then(Value::as_i64)),
+                    ),
+                    ("error_detail", Val::Text(text(&row, "error_detail"))),
+                    ("invocation_id", Val::Text(text(&row, "invocation_id"))),
+                    ("due_at", Val::Int(time(&row, "fired_at"))),
+                    ("detected_at", Val::Int(time(&row, "fired_at"))),
+                ],
+            )?;
+            report.schedule_runs_imported += 1;
+            history(target, report, "schedule_run", &id)?;
+        }
+    }
+    Ok(())
+}
+
+/// A lionagi schedule as a lionrt schedule spec (disabled), or why it
+/// cannot be one.
+fn schedule_spec(row: &Map<String, Value>) -> std::result::Result<scheduler::ScheduleSpec, String> {
+    let kind = text(row, "action_kind").unwrap_or_default();
+    if kind != "agent" {
+        return Err(format!(
+            "its action is {kind:?}; lionrt schedules run agents only"
+        ));
+    }
+    let trigger = match text(row, "trigger_type").as_deref() {
+        Some("interval") => {
+            json!({"interval": {"seconds": row.get("interval_sec").and_then(Value::as_u64).unwrap_or(0)}})
+        }
+        Some("cron") => json!({"cron": {
+            "expr": text(row, "cron_expr").unwrap_or_default(),
+            "tz": text(row, "effective_timezone").or_else(|| text(row, "resolved_timezone")).unwrap_or_else(|| "UTC".into()),
+        }}),
+        other => {
+            return Err(format!(
+                "its trigger is {other:?}; lionrt imports interval and cron triggers"
+            ));
+        }
+    };
+    let hint = format!(
+        "{} {}",
+        text(row, "action_agent").unwrap_or_default(),
+        text(row, "action_model").unwrap_or_default()
+    )
+    .to_lowercase();
+    let provider = [
+        ("claude", "claude"),
+        ("codex", "codex"),
+        ("gpt", "codex"),
+        ("gemini", "gemini"),
+    ]
+    .iter()
+    .find(|(needle, _)| hint.contains(needle))
+    .map(|(_, p)| *p)
+    .ok_or_else(|| {
+        format!(
+            "no provider lionrt knows in its agent and model ({})",
+            hint.trim()
+        )
+    })?;
+    let name: String = text(row, "name")
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '.'
+            }
+        })
+        .collect();
+    let spec = json!({
+        "name": name,
+        "trigger": trigger,
+        "run": {
+            "provider": provider,
+            "prompt": text(row, "action_prompt").unwrap_or_default(),
+            "workspace": text(row, "action_cwd").unwrap_or_default(),
+            "model": text(row, "action_model"),
+        },
+        "missed_fire": if text(row, "missed_fire_policy").as_deref() == Some("run_once") { "run_once" } else { "skip" },
+        "enabled": false,
+    });
+    let spec: scheduler::ScheduleSpec =
+        serde_json::from_value(spec).map_err(|e| format!("not a lionrt schedule: {e}"))?;
+    spec.validate()
+        .map_err(|e| format!("not a lionrt schedule: {e}"))?;
+    Ok(spec)
 }
 
 fn read_sessions(src: &rusqlite::Connection) -> Result<Vec<Session>> {
@@ -432,6 +904,7 @@ fn new_session(s: &Session, status: &str) -> NewSession {
 
 /// A status history row to write.
 struct NewTransition<'a> {
+    entity_type: &'a str,
     entity_id: &'a str,
     from: Option<String>,
     to: String,
@@ -462,8 +935,30 @@ trait Target {
     ) -> Result<bool>;
     /// Appends a status history row.
     fn insert_transition(&mut self, t: &NewTransition<'_>) -> Result<()>;
+    /// Whether `table` has a row with this id.
+    fn has_row(&mut self, table: &str, id: &str) -> Result<bool>;
+    /// Inserts a row of text and integer columns into `table`.
+    fn insert_row(&mut self, table: &str, row: &[(&str, Val)]) -> Result<()>;
     /// Commits, or rolls back (a dry run).
     fn finish(self, commit: bool) -> Result<()>;
+}
+
+/// A column value of [`Target::insert_row`].
+#[derive(Debug, Clone)]
+enum Val {
+    Text(Option<String>),
+    Int(Option<i64>),
+}
+
+/// `INSERT INTO table (a, b) VALUES (p1, p2)` with `param(i)` placeholders.
+fn insert_sql(table: &str, row: &[(&str, Val)], param: impl Fn(usize) -> String) -> String {
+    let names: Vec<&str> = row.iter().map(|(n, _)| *n).collect();
+    let params: Vec<String> = (1..=row.len()).map(param).collect();
+    format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        names.join(", "),
+        params.join(", ")
+    )
 }
 
 struct SqliteTarget<'c> {
@@ -534,8 +1029,8 @@ impl Target for SqliteTarget<'_> {
         self.tx.execute(
             "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status,
                 reason_code, reason_summary, reason_json, actor_type, actor_id, created_at)
-             VALUES ('session', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            (
+             VALUES (?10, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            rusqlite::params![
                 t.entity_id,
                 &t.from,
                 &t.to,
@@ -545,8 +1040,35 @@ impl Target for SqliteTarget<'_> {
                 t.actor_type,
                 &t.actor_id,
                 t.created_at,
-            ),
+                t.entity_type,
+            ],
         )?;
+        Ok(())
+    }
+
+    fn has_row(&mut self, table: &str, id: &str) -> Result<bool> {
+        Ok(self.tx.query_row(
+            &format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE id = ?1)"),
+            [id],
+            |r| r.get(0),
+        )?)
+    }
+
+    fn insert_row(&mut self, table: &str, row: &[(&str, Val)]) -> Result<()> {
+        let sql = insert_sql(table, row, |i| format!("?{i}"));
+        let values: Vec<rusqlite::types::Value> = row
+            .iter()
+            .map(|(_, v)| match v {
+                Val::Text(t) => t
+                    .clone()
+                    .map_or(rusqlite::types::Value::Null, rusqlite::types::Value::Text),
+                Val::Int(n) => n.map_or(
+                    rusqlite::types::Value::Null,
+                    rusqlite::types::Value::Integer,
+                ),
+            })
+            .collect();
+        self.tx.execute(&sql, rusqlite::params_from_iter(values))?;
         Ok(())
     }
 
@@ -630,7 +1152,7 @@ impl Target for PgTarget<'_> {
         self.tx.execute(
             "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status,
                 reason_code, reason_summary, reason_json, actor_type, actor_id, created_at)
-             VALUES ('session', $1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             VALUES ($10, $1, $2, $3, $4, $5, $6, $7, $8, $9)",
             &[
                 &t.entity_id,
                 &t.from,
@@ -641,8 +1163,32 @@ impl Target for PgTarget<'_> {
                 &t.actor_type,
                 &t.actor_id,
                 &t.created_at,
+                &t.entity_type,
             ],
         )?;
+        Ok(())
+    }
+
+    fn has_row(&mut self, table: &str, id: &str) -> Result<bool> {
+        Ok(self
+            .tx
+            .query_one(
+                &format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE id = $1)"),
+                &[&id],
+            )?
+            .try_get(0)?)
+    }
+
+    fn insert_row(&mut self, table: &str, row: &[(&str, Val)]) -> Result<()> {
+        let sql = insert_sql(table, row, |i| format!("${i}"));
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> = row
+            .iter()
+            .map(|(_, v)| match v {
+                Val::Text(t) => t as &(dyn postgres::types::ToSql + Sync),
+                Val::Int(n) => n as &(dyn postgres::types::ToSql + Sync),
+            })
+            .collect();
+        self.tx.execute(&sql, &params)?;
         Ok(())
     }
 
@@ -656,15 +1202,37 @@ impl Target for PgTarget<'_> {
     }
 }
 
-/// Copies one session's status history; the number of rows written.
-fn copy_history<T: Target>(src: &rusqlite::Connection, target: &mut T, id: &str) -> Result<u64> {
+/// Counts one entity's status history in the source as already brought (the
+/// entity is in the target from an earlier import).
+fn already_there(
+    src: &rusqlite::Connection,
+    report: &mut Report,
+    kind: &str,
+    id: &str,
+) -> Result<()> {
+    let n: i64 = src.query_row(
+        "SELECT count(*) FROM status_transitions WHERE entity_type = ?1 AND entity_id = ?2",
+        [kind, id],
+        |r| r.get(0),
+    )?;
+    *report.brought.entry(kind.into()).or_default() += u64::try_from(n).unwrap_or(0);
+    Ok(())
+}
+
+/// Copies one entity's status history; the number of rows written.
+fn copy_history<T: Target>(
+    src: &rusqlite::Connection,
+    target: &mut T,
+    entity_type: &str,
+    id: &str,
+) -> Result<u64> {
     let mut stmt = src.prepare(
         "SELECT previous_status, status, reason_code, reason_summary,
                 CAST(evidence_refs AS TEXT), source, actor, created_at, CAST(metadata AS TEXT)
-         FROM status_transitions WHERE entity_type = 'session' AND entity_id = ?1
+         FROM status_transitions WHERE entity_type = ?1 AND entity_id = ?2
          ORDER BY created_at, id",
     )?;
-    let rows = stmt.query_map([id], |r| {
+    let rows = stmt.query_map([entity_type, id], |r| {
         Ok((
             r.get::<_, Option<String>>(0)?,
             r.get::<_, String>(1)?,
@@ -699,6 +1267,7 @@ fn copy_history<T: Target>(src: &rusqlite::Connection, target: &mut T, id: &str)
             .filter(|a| !a.is_empty())
             .unwrap_or_else(|| "lionagi-import".to_owned());
         target.insert_transition(&NewTransition {
+            entity_type,
             entity_id: id,
             from,
             to,
@@ -731,8 +1300,19 @@ fn print(json: bool, from: &Path, r: &Report) {
         r.messages_imported,
         r.transitions_imported
     ));
-    for (id, why) in &r.sessions_skipped {
-        out::line(format!("skipped session {id}: {why}"));
+    out::line(format!(
+        "{verb}: {} invocation(s), {} schedule(s) (disabled), {} schedule run(s)",
+        r.invocations_imported, r.schedules_imported, r.schedule_runs_imported
+    ));
+    for (what, skipped) in [
+        ("session", &r.sessions_skipped),
+        ("invocation", &r.invocations_skipped),
+        ("schedule", &r.schedules_skipped),
+        ("schedule run", &r.schedule_runs_skipped),
+    ] {
+        for (id, why) in skipped {
+            out::line(format!("skipped {what} {id}: {why}"));
+        }
     }
     if r.messages_missing > 0 {
         out::line(format!(

@@ -49,8 +49,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(name = "lionrt", version, propagate_version = true)]
 struct Cli {
     /// The state database: a SQLite file, or a PostgreSQL URL (the
-    /// password is never printed). Default:
-    /// $LIONAGI_HOME/state.db, else ~/.lionagi/state.db.
+    /// password is never printed). Default: $LIONAGI_HOME/lionrt/state.db,
+    /// else ~/.lionagi/lionrt/state.db (li's own store, one level up, is
+    /// never written; `state import --from-lionagi` copies it).
     #[arg(long, global = true, env = "LIONRT_DB", default_value_os_t = dbpath::default_db())]
     db: PathBuf,
     /// Print machine-readable JSON instead of tables.
@@ -129,6 +130,38 @@ pub(crate) fn seconds(flag: &str, value: f64) -> anyhow::Result<std::time::Durat
     }
 }
 
+/// How a command uses the `--db` store (`None`: not at all, or, for
+/// `doctor`, only to report what it is).
+fn access(command: &Command) -> Option<dbpath::Access> {
+    use dbpath::Access::{Read, Write};
+    use state::StateCmd as S;
+    Some(match command {
+        Command::State(S::History { .. } | S::Health { .. } | S::Stats) => Read,
+        Command::State(_) => Write,
+        Command::Outbox(outbox::OutboxCmd::Ls { .. } | outbox::OutboxCmd::Show { .. }) => Read,
+        Command::Schedule(
+            schedule::ScheduleCmd::Ls
+            | schedule::ScheduleCmd::Show { .. }
+            | schedule::ScheduleCmd::Runs { .. },
+        ) => Read,
+        Command::Schedule(schedule::ScheduleCmd::Validate { .. }) => return None,
+        Command::Sessions(_) | Command::Monitor(_) | Command::Lifecycle(_) => Read,
+        Command::Outbox(_)
+        | Command::Run(_)
+        | Command::Kill(_)
+        | Command::Mirror(_)
+        | Command::Schedule(_)
+        | Command::Daemon(_) => Write,
+        Command::Admission(_)
+        | Command::Mcp(_)
+        | Command::Sandbox(_)
+        | Command::Plugin(_)
+        | Command::Doctor(_)
+        | Command::Completions { .. }
+        | Command::ScriptedLeg { .. } => return None,
+    })
+}
+
 fn main() -> ExitCode {
     // Colour on stderr only on a terminal, and never with NO_COLOR.
     tracing_subscriber::fmt()
@@ -158,6 +191,13 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     if let Err(e) = pg::check(&cli) {
+        out::error(&e);
+        return ExitCode::from(1);
+    }
+    if let Some(access) = access(&cli.command)
+        && !dbpath::is_url(&cli.db)
+        && let Err(e) = dbpath::check(&cli.db, access)
+    {
         out::error(&e);
         return ExitCode::from(1);
     }

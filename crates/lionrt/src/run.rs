@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use cli_supervisor::{LookupConfig, OsSignaller, ProcTable, SettingsFile, Watchdogs};
 use lifecycle_core::{Actor, ActorType, Cancellation, SessionRecorder};
@@ -47,9 +47,10 @@ pub(crate) struct RunArgs {
     /// The provider to drive.
     #[arg(long, value_enum, default_value = "scripted")]
     provider: ProviderName,
-    /// The prompt.
-    #[arg(long, default_value = "Update the README with a short usage note.")]
-    prompt: String,
+    /// The prompt (required, except by the scripted provider, whose demo
+    /// has one).
+    #[arg(long)]
+    prompt: Option<String>,
     /// The model, as the provider names it.
     #[arg(long)]
     model: Option<String>,
@@ -103,14 +104,19 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
     };
     let effort = args.effort.as_deref().map(normalize_effort).transpose()?;
     let provider = provider_choice(&args)?;
-    let session = args
-        .session
-        .clone()
-        .unwrap_or_else(|| format!("run-{}", now_micros()));
+    let prompt = prompt_of(args.provider, args.prompt.as_deref())?;
+    let session = match &args.session {
+        Some(id) => {
+            check_session_id(id)?;
+            refuse_existing(db, id)?;
+            id.clone()
+        }
+        None => format!("run-{}", now_micros()),
+    };
     // Durable notify uses the outbox of the same store (file or server).
     let notify =
         crate::notify_wiring::prepare(&args.notify, &workspace, Some(db.to_owned()), &session);
-    let mut config = RunConfig::new(session, provider, &args.prompt, workspace);
+    let mut config = RunConfig::new(session, provider, &prompt, workspace);
     config.model = args.model.clone();
     config.effort = effort;
     config.sandbox = args.sandbox;
@@ -140,6 +146,64 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
             execute(store, config, notify, json)
         }
     }
+}
+
+/// The demo prompt of the scripted provider.
+const DEMO_PROMPT: &str = "Update the README with a short usage note.";
+
+/// The prompt to send: `--prompt`, which a real provider needs (an agent
+/// is never sent the demo's prompt in the user's workspace); only the
+/// scripted demo has a default.
+fn prompt_of(provider: ProviderName, prompt: Option<&str>) -> Result<String> {
+    match (provider, prompt) {
+        (_, Some(p)) if !p.trim().is_empty() => Ok(p.to_owned()),
+        (ProviderName::Scripted, None) => Ok(DEMO_PROMPT.to_owned()),
+        (ProviderName::Scripted, Some(_)) => bail!("--prompt is empty"),
+        (other, _) => bail!(
+            "--provider {} needs --prompt TEXT (only the scripted demo has a default prompt)",
+            clap::ValueEnum::to_possible_value(&other)
+                .map_or_else(String::new, |v| v.get_name().to_owned())
+        ),
+    }
+}
+
+/// A `--session` id must name something: not empty, no blank ends, no
+/// control characters.
+fn check_session_id(id: &str) -> Result<()> {
+    if id.trim().is_empty() {
+        bail!("--session must not be empty");
+    }
+    if id.trim() != id || id.chars().any(char::is_control) {
+        bail!("--session {id:?} has leading or trailing blanks or control characters");
+    }
+    Ok(())
+}
+
+/// Refuses a `--session` id the store already holds, before anything
+/// starts (a second run under one id would record nothing of its own).
+fn refuse_existing(db: &Path, id: &str) -> Result<()> {
+    fn exists<R: lifecycle_core::StateReader>(reader: &R, id: &str) -> Result<bool> {
+        Ok(reader.match_id("session", id)? == lifecycle_core::IdMatch::One(id.to_owned()))
+    }
+    let (found, shown) = match crate::pg::url(db) {
+        Some(url) => (exists(&crate::pg::open(&url)?, id)?, url.to_string()),
+        None if matches!(
+            state_sqlite::recognise(db)?,
+            state_sqlite::StoreKind::Lionrt { .. }
+        ) =>
+        {
+            let (engine, _conn) = crate::view::open_read(db)?;
+            (exists(&engine, id)?, db.display().to_string())
+        }
+        None => (false, String::new()),
+    };
+    if found {
+        bail!(
+            "session {id} already exists in {shown}; give another --session or leave it out \
+             (`--resume {id}` continues it, with a provider that resumes)"
+        );
+    }
+    Ok(())
 }
 
 /// Sweeps, runs the job on `store` and prints its report (any recorder:

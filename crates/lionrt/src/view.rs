@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use lifecycle_core::{IdMatch, StateReader};
 use serde_json::Value;
-use state_sqlite::{Conn, ReadOnlyEngine};
+use state_sqlite::{Conn, ReadOnlyEngine, StoreKind};
 
 /// Opens the store read-only (no write or PRAGMA reaches the file).
 pub(crate) fn open_read(db: &Path) -> Result<(ReadOnlyEngine, Conn)> {
@@ -18,11 +18,21 @@ pub(crate) fn open_read(db: &Path) -> Result<(ReadOnlyEngine, Conn)> {
     if crate::dbpath::is_url(db) {
         bail!("this command reads a SQLite file, and --db names a PostgreSQL server");
     }
-    if !db.exists() {
-        bail!(
+    match state_sqlite::recognise(db)? {
+        StoreKind::Missing => bail!(
             "no database at {} (give --db, set LIONRT_DB, or run `lionrt run` / `lionrt state init` first)",
             db.display()
-        );
+        ),
+        StoreKind::Empty => bail!(
+            "{} is an empty file, not a lionrt store yet (`lionrt run` or `lionrt state init` makes it one)",
+            db.display()
+        ),
+        StoreKind::Lionrt { .. } | StoreKind::LionrtNewer { .. } => {}
+        kind => bail!(
+            "{} is {}: lionrt does not read it in place",
+            db.display(),
+            kind.describe()
+        ),
     }
     let engine = ReadOnlyEngine::open(db, Duration::from_secs(5))?;
     let conn = engine.conn()?;

@@ -54,7 +54,15 @@ fn sigint_and_sigterm_cancel_the_session_and_end_the_group() {
         let child = Command::new(env!("CARGO_BIN_EXE_lionrt"))
             .args(["--json", "--db"])
             .arg(&db)
-            .args(["run", "--provider", "claude", "--session", "c"])
+            .args([
+                "run",
+                "--prompt",
+                "Update the README with a short usage note.",
+                "--provider",
+                "claude",
+                "--session",
+                "c",
+            ])
             .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -143,15 +143,17 @@ fn the_default_database_lives_under_lionagi_home() {
     let home = tempfile::tempdir().expect("tempdir");
     let work = tempfile::tempdir().expect("tempdir");
     // A fresh machine: no --db, no LIONRT_DB; the first run creates
-    // ~/.lionagi/state.db (and its directory).
+    // ~/.lionagi/lionrt/state.db (and its directories), beside the place
+    // of li's own store.
     let out = bin(home.path())
         .current_dir(work.path())
         .args(["run", "--session", "first"])
         .output()
         .expect("run");
     assert!(out.status.success(), "{out:?}");
-    let db = home.path().join(".lionagi/state.db");
+    let db = home.path().join(".lionagi/lionrt/state.db");
     assert!(db.exists(), "{out:?}");
+    assert!(!home.path().join(".lionagi/state.db").exists());
     assert!(!work.path().join("state.db").exists());
     let mode = std::fs::metadata(home.path().join(".lionagi"))
         .expect("dir")
@@ -173,7 +175,7 @@ fn the_default_database_lives_under_lionagi_home() {
         .output()
         .expect("run");
     assert!(out.status.success(), "{out:?}");
-    assert!(elsewhere.join("state.db").exists());
+    assert!(elsewhere.join("lionrt/state.db").exists());
     let explicit = work.path().join("x.db");
     let out = bin(home.path())
         .env("LIONAGI_HOME", &elsewhere)

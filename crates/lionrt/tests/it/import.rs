@@ -56,12 +56,13 @@ fn a_lionagi_state_db_comes_over_and_the_rest_is_reported() {
     let r = stdout_json(&out);
     assert_eq!(r["sessions_imported"], 4, "{r}");
     assert_eq!(r["messages_imported"], 8, "{r}");
-    assert_eq!(r["transitions_imported"], 7, "{r}");
+    // Seven of the sessions, one of the invocation.
+    assert_eq!(r["transitions_imported"], 8, "{r}");
+    assert_eq!(r["invocations_imported"], 1, "{r}");
     // What the fixture holds that does not come over, each reported.
     assert_eq!(r["messages_missing"], 1, "{r}");
     assert_eq!(r["messages_not_in_a_session"], 1, "{r}");
-    assert_eq!(r["transitions_skipped"]["invocation"], 1, "{r}");
-    assert_eq!(r["tables_not_imported"]["invocations"], 1, "{r}");
+    assert_eq!(r["transitions_skipped"], serde_json::json!({}), "{r}");
     assert_eq!(r["tables_not_imported"]["projects"], 1, "{r}");
     assert_eq!(r["sessions_skipped"], serde_json::json!({}));
     // The source is read from a copy: not a byte of it changes.
@@ -184,7 +185,64 @@ fn a_dry_run_writes_nothing() {
     );
     assert!(out.status.success(), "{out:?}");
     assert_eq!(stdout_json(&out)["sessions_imported"], 4);
-    assert_eq!(rows(&db, "SELECT count(*) FROM sessions")[0][0], "0");
+    // Nothing anywhere: not even the target file.
+    assert!(!db.exists(), "a dry run created {}", db.display());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from("lionagi.db")]);
+
+    // Into an existing store: what is there already is told apart, and
+    // not a byte of the store changes.
+    let src_arg = src.to_str().expect("utf8");
+    assert!(
+        lionrt(&db, &["state", "import", "--from-lionagi", src_arg])
+            .status
+            .success()
+    );
+    let other = dir.path().join("other.db");
+    assert!(lionrt(&other, &["state", "init"]).status.success());
+    let before = std::fs::read(&db).expect("read");
+    let out = lionrt(
+        &db,
+        &[
+            "--json",
+            "state",
+            "import",
+            "--dry-run",
+            "--from-lionagi",
+            src_arg,
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let r = stdout_json(&out);
+    assert_eq!(r["sessions_imported"], 0, "{r}");
+    assert_eq!(
+        r["sessions_skipped"]["sess-failed"],
+        "already in the target"
+    );
+    assert_eq!(std::fs::read(&db).expect("read"), before);
+    let r = stdout_json(&lionrt(
+        &other,
+        &[
+            "--json",
+            "state",
+            "import",
+            "--dry-run",
+            "--from-lionagi",
+            src_arg,
+        ],
+    ));
+    assert_eq!(
+        (
+            r["sessions_imported"].clone(),
+            r["messages_imported"].clone()
+        ),
+        (4.into(), 8.into()),
+        "{r}"
+    );
+    assert_eq!(rows(&other, "SELECT count(*) FROM sessions")[0][0], "0");
 }
 
 #[test]
@@ -206,7 +264,7 @@ fn a_file_that_is_not_a_lionagi_state_db_is_refused_by_name() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("not a lionagi state.db") && err.contains("schema_meta"),
+        err.contains("lionrt's store") && err.contains("not lionagi's store"),
         "{err}"
     );
     // Nor is a missing file or a text file.

@@ -91,7 +91,15 @@ fn has_pair(argv: &[String], flag: &str, value: &str) -> bool {
 #[test]
 fn plain_lines_on_a_pipe_and_nothing_when_quiet() {
     let b = Bench::new();
-    let out = b.run(&["run", "--provider", "claude", "--session", "plain"]);
+    let out = b.run(&[
+        "run",
+        "--prompt",
+        "Update the README with a short usage note.",
+        "--provider",
+        "claude",
+        "--session",
+        "plain",
+    ]);
     assert!(out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("[plain] claude started, pid "), "{err}");
@@ -104,6 +112,8 @@ fn plain_lines_on_a_pipe_and_nothing_when_quiet() {
 
     let out = b.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "claude",
         "--session",
@@ -117,7 +127,16 @@ fn plain_lines_on_a_pipe_and_nothing_when_quiet() {
 #[test]
 fn json_streams_ndjson_events_then_the_summary() {
     let b = Bench::new();
-    let out = b.run(&["--json", "run", "--provider", "claude", "--session", "nd"]);
+    let out = b.run(&[
+        "--json",
+        "run",
+        "--prompt",
+        "Update the README with a short usage note.",
+        "--provider",
+        "claude",
+        "--session",
+        "nd",
+    ]);
     assert!(out.status.success(), "{out:?}");
     assert!(out.stderr.is_empty(), "{out:?}");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -151,7 +170,7 @@ fn json_streams_ndjson_events_then_the_summary() {
 fn on_a_pty(b: &Bench, session: &str, no_color: bool) -> String {
     let lionrt = env!("CARGO_BIN_EXE_lionrt");
     let line = format!(
-        "{lionrt} --db {} run --provider claude --session {session} --workspace {}",
+        "{lionrt} --db {} run --provider claude --prompt task --session {session} --workspace {}",
         b.db().display(),
         b.dir.path().join("ws").display()
     );
@@ -213,13 +232,23 @@ fn a_terminal_gets_a_status_line_and_colour_unless_no_color() {
 fn resume_takes_a_recorded_session_or_the_providers_id() {
     let b = Bench::new();
     assert!(
-        b.run(&["run", "--provider", "claude", "--session", "first-run"])
-            .status
-            .success()
+        b.run(&[
+            "run",
+            "--prompt",
+            "Update the README with a short usage note.",
+            "--provider",
+            "claude",
+            "--session",
+            "first-run"
+        ])
+        .status
+        .success()
     );
     // A lionrt session prefix: its recorded provider resume id is used.
     let out = b.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "claude",
         "--session",
@@ -232,6 +261,8 @@ fn resume_takes_a_recorded_session_or_the_providers_id() {
     // Anything else is the provider's own id.
     let out = b.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "claude",
         "--session",
@@ -244,6 +275,8 @@ fn resume_takes_a_recorded_session_or_the_providers_id() {
     // A recorded session of another provider is refused before anything starts.
     let out = b.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "codex",
         "--session",
@@ -270,6 +303,8 @@ fn effort_reaches_every_cli_that_has_it() {
     let b = Bench::new();
     let out = b.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "claude",
         "--session",
@@ -286,6 +321,8 @@ fn effort_reaches_every_cli_that_has_it() {
     // Codex and pi stand-ins print nothing (the runs fail); their argv counts.
     let _ = b.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "codex",
         "--session",
@@ -302,6 +339,8 @@ fn effort_reaches_every_cli_that_has_it() {
     );
     let _ = b.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "pi",
         "--session",
@@ -321,6 +360,8 @@ fn provider_options_are_checked_against_the_flag_metadata() {
     let b = Bench::new();
     let out = b.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "claude",
         "--session",
@@ -351,6 +392,8 @@ fn provider_options_are_checked_against_the_flag_metadata() {
     ] {
         let out = b.run(&[
             "run",
+            "--prompt",
+            "Update the README with a short usage note.",
             "--provider",
             "claude",
             "--session",
@@ -381,6 +424,8 @@ fn the_watchdog_flags_end_a_silent_agent() {
     let out = b.run(&[
         "--json",
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "claude",
         "--session",
@@ -401,7 +446,15 @@ fn the_watchdog_flags_end_a_silent_agent() {
             || r.contains("liveness")),
         "{v}"
     );
-    let bad = b.run(&["run", "--provider", "claude", "--idle-timeout", "soon"]);
+    let bad = b.run(&[
+        "run",
+        "--prompt",
+        "Update the README with a short usage note.",
+        "--provider",
+        "claude",
+        "--idle-timeout",
+        "soon",
+    ]);
     assert_eq!(bad.status.code(), Some(2), "{bad:?}");
 }
 
@@ -419,7 +472,14 @@ fn a_signal_ends_the_run_with_128_plus_its_number() {
         (rustix::process::Signal::TERM, 143),
     ] {
         let mut child = b
-            .cmd(&["--json", "run", "--provider", "claude"])
+            .cmd(&[
+                "--json",
+                "run",
+                "--prompt",
+                "Update the README with a short usage note.",
+                "--provider",
+                "claude",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

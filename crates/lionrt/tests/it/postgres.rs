@@ -232,6 +232,8 @@ fn state_and_sessions(t: &Target) -> Vec<serde_json::Value> {
     // provider before anything starts.
     let out = t.run(&[
         "run",
+        "--prompt",
+        "Update the README with a short usage note.",
         "--provider",
         "claude",
         "--session",
@@ -714,7 +716,7 @@ fn imported(t: &Target) -> Vec<serde_json::Value> {
         (
             serde_json::json!(4),
             serde_json::json!(8),
-            serde_json::json!(7)
+            serde_json::json!(8)
         ),
         "{report}"
     );

@@ -291,6 +291,8 @@ fn codex_is_not_given_a_server_sending_a_raw_value_keyed_schema() {
         .arg(&db)
         .args([
             "run",
+            "--prompt",
+            "Update the README with a short usage note.",
             "--provider",
             "codex",
             "--session",

@@ -92,7 +92,15 @@ fn a_provider_whose_cli_is_missing_fails_the_session_cleanly() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_lionrt"))
         .args(["--json", "--db"])
         .arg(&db)
-        .args(["run", "--provider", "claude", "--session", "c"])
+        .args([
+            "run",
+            "--prompt",
+            "Update the README with a short usage note.",
+            "--provider",
+            "claude",
+            "--session",
+            "c",
+        ])
         .env("PATH", dir.path())
         .output()
         .expect("run");
