@@ -738,6 +738,47 @@ fn imported(t: &Target) -> Vec<serde_json::Value> {
                 .collect::<Vec<_>>(),
         }));
     }
+    // li's own store (written by the `li` command): its invocation, agent
+    // schedule and ended schedule run come too, each read back the same.
+    let li = t.dir.path().join("li-state.db");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/lionagi-import/li-state.db"),
+        &li,
+    )
+    .expect("copy fixture");
+    let li = li.to_str().expect("utf8").to_owned();
+    let mut report = t.json(&["state", "import", "--from-lionagi", &li]);
+    assert_eq!(
+        (
+            report["invocations_imported"].clone(),
+            report["schedules_imported"].clone(),
+            report["schedule_runs_imported"].clone()
+        ),
+        (
+            serde_json::json!(1),
+            serde_json::json!(1),
+            serde_json::json!(1)
+        ),
+        "{report}"
+    );
+    report["schedule_ls"] = t.json(&["schedule", "ls"]);
+    report["schedule_runs"] = t.json(&["schedule", "runs"]);
+    report["run_history"] = t
+        .json(&["state", "history", "schedule_run", "run-1"])
+        .as_array()
+        .expect("history")
+        .iter()
+        .map(|h| {
+            serde_json::json!([
+                h["from_status"],
+                h["to_status"],
+                h["reason_code"],
+                h["created_at"]
+            ])
+        })
+        .collect();
+    seen.push(report);
     seen
 }
 
@@ -746,7 +787,11 @@ fn a_lionagi_import_lands_in_postgres_as_in_sqlite() {
     let Some(url) = server() else { return };
     let on_sqlite = imported(&Target::sqlite());
     let on_postgres = imported(&Target::postgres(&url, "import"));
-    assert_eq!(on_postgres.len(), 6, "two reports and four sessions");
+    assert_eq!(
+        on_postgres.len(),
+        7,
+        "two reports, four sessions and li's store"
+    );
     assert_eq!(on_postgres, on_sqlite);
 }
 
