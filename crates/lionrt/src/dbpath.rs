@@ -70,6 +70,22 @@ pub(crate) fn default_db_with(
     if is_lionrt(&legacy) { legacy } else { own }
 }
 
+/// Refuses a lionrt store at an older schema version than this build's, for
+/// a reading verb that would otherwise migrate it.
+pub(crate) fn refuse_older(db: &Path, kind: &StoreKind) -> Result<()> {
+    let known = state_sqlite::MIGRATIONS.last().map_or(0, |m| m.version);
+    if let StoreKind::Lionrt { version } = kind
+        && *version < known
+    {
+        anyhow::bail!(
+            "{} has schema version {version}, older than this lionrt's ({known}); a reading verb \
+             does not migrate it (`lionrt state init` does)",
+            db.display()
+        );
+    }
+    Ok(())
+}
+
 /// The verbs' relation to the store, for [`check`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {

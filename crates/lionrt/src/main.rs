@@ -162,6 +162,21 @@ fn access(command: &Command) -> Option<dbpath::Access> {
     })
 }
 
+/// The reading verbs that read through the read-write store (the schedule
+/// and outbox tables), which would migrate an older file: they refuse one
+/// instead (a reading verb never migrates).
+fn reads_through_the_store(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Outbox(outbox::OutboxCmd::Ls { .. } | outbox::OutboxCmd::Show { .. })
+            | Command::Schedule(
+                schedule::ScheduleCmd::Ls
+                    | schedule::ScheduleCmd::Show { .. }
+                    | schedule::ScheduleCmd::Runs { .. }
+            )
+    )
+}
+
 fn main() -> ExitCode {
     // Colour on stderr only on a terminal, and never with NO_COLOR.
     tracing_subscriber::fmt()
@@ -196,10 +211,17 @@ fn main() -> ExitCode {
     }
     if let Some(access) = access(&cli.command)
         && !dbpath::is_url(&cli.db)
-        && let Err(e) = dbpath::check(&cli.db, access)
     {
-        out::error(&e);
-        return ExitCode::from(1);
+        let checked = dbpath::check(&cli.db, access).and_then(|kind| {
+            if reads_through_the_store(&cli.command) {
+                dbpath::refuse_older(&cli.db, &kind)?;
+            }
+            Ok(())
+        });
+        if let Err(e) = checked {
+            out::error(&e);
+            return ExitCode::from(1);
+        }
     }
     let creates_db = matches!(
         cli.command,

@@ -554,3 +554,56 @@ fn a_corrupt_source_is_named_as_the_users_file() {
     );
     assert!(stderr(&out).contains("gone.db"), "{out:?}");
 }
+
+#[test]
+fn reading_verbs_never_migrate_an_older_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    // As an older lionrt left it: every migration but the last applied.
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY NOT NULL, name TEXT NOT NULL,
+             checksum TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+    )
+    .expect("create");
+    let all = state_sqlite::MIGRATIONS;
+    for m in &all[..all.len() - 1] {
+        conn.execute_batch(m.sql).expect("migrate");
+        conn.execute(
+            "INSERT INTO schema_migrations VALUES (?1, ?2, ?3, 0)",
+            rusqlite::params![m.version, m.name, m.checksum()],
+        )
+        .expect("record");
+    }
+    drop(conn);
+    let version = |db: &Path| -> i64 {
+        rusqlite::Connection::open(db)
+            .expect("open")
+            .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
+                r.get(0)
+            })
+            .expect("version")
+    };
+    let older = version(&db);
+    for verb in [
+        &["schedule", "ls"][..],
+        &["schedule", "runs"],
+        &["schedule", "show", "x"],
+        &["outbox", "ls"],
+        &["outbox", "show", "x"],
+    ] {
+        let out = lionrt(&db, verb);
+        assert_eq!(out.status.code(), Some(1), "{verb:?}: {out:?}");
+        assert!(
+            stderr(&out).contains("does not migrate"),
+            "{verb:?}: {out:?}"
+        );
+        assert_eq!(version(&db), older, "{verb:?} migrated the store");
+    }
+    // The read-only verbs read it as it is.
+    assert!(lionrt(&db, &["sessions", "ls"]).status.success());
+    assert!(lionrt(&db, &["state", "init"]).status.success());
+    assert!(version(&db) > older);
+    assert!(lionrt(&db, &["schedule", "ls"]).status.success());
+}
