@@ -181,7 +181,17 @@ pub fn recognise(path: &Path) -> Result<StoreKind, StoreError> {
             .map_err(unreadable)?
     };
     if tables.is_empty() {
-        return Ok(StoreKind::Empty);
+        // Only a file of at most its schema page is empty; more pages and
+        // no table is something else (damaged?): fail closed.
+        let pages: i64 = conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .map_err(unreadable)?;
+        if pages <= 1 {
+            return Ok(StoreKind::Empty);
+        }
+        return Ok(StoreKind::Unknown {
+            detail: format!("a SQLite database of {pages} pages and no table (damaged?)"),
+        });
     }
     let has = |t: &str| tables.iter().any(|n| n == t);
     if has("schema_meta") {
@@ -454,5 +464,63 @@ mod tests {
             )
             .expect("count");
         assert_eq!(left, 0);
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{Engine, EngineConfig};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Whatever bytes a file holds (bare, or behind SQLite's header,
+        /// or li's store with a page scrambled), recognising it and trying
+        /// to open it for writing never panics, never takes it for lionrt's
+        /// store unless it is one, and leaves every byte and the directory
+        /// as they were.
+        #[test]
+        fn no_file_is_changed_by_being_recognised_or_refused(
+            body in proptest::collection::vec(any::<u8>(), 1..6000),
+            header in any::<bool>(),
+            scramble_li in any::<bool>(),
+            at in 0usize..700_000,
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("state.db");
+            let bytes = if scramble_li {
+                let mut li = std::fs::read(
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/lionagi-import/li-state.db"),
+                ).expect("fixture");
+                let at = at % li.len();
+                for (i, b) in body.iter().enumerate() {
+                    if let Some(slot) = li.get_mut(at + i) {
+                        *slot = *b;
+                    }
+                }
+                li
+            } else if header {
+                let mut v = b"SQLite format 3\0".to_vec();
+                v.extend_from_slice(&body);
+                v
+            } else {
+                body
+            };
+            std::fs::write(&path, &bytes).expect("write");
+            let kind = recognise(&path);
+            prop_assert!(!matches!(kind, Ok(StoreKind::Lionrt { .. } | StoreKind::LionrtNewer { .. } | StoreKind::Missing)), "{kind:?}");
+            // Only a header-sized file can be empty; li's store never is.
+            prop_assert!(!(scramble_li && matches!(kind, Ok(StoreKind::Empty))), "{kind:?}");
+            let opened = Engine::create(&path, EngineConfig::default());
+            if !matches!(kind, Ok(StoreKind::Empty)) {
+                prop_assert!(opened.is_err(), "{kind:?} was opened for writing");
+                prop_assert_eq!(std::fs::read(&path).expect("read"), bytes);
+                let names: Vec<_> = std::fs::read_dir(dir.path()).expect("ls").map(|e| e.expect("e").file_name()).collect();
+                prop_assert_eq!(names, vec![std::ffi::OsString::from("state.db")]);
+            }
+        }
     }
 }
