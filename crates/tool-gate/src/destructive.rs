@@ -165,6 +165,31 @@ impl DestructiveGuard {
                 Ok(None)
             }
             Value::Object(map) => {
+                // A command and its arguments in sibling fields
+                // (`{"command": "rm", "args": ["-rf", "/"]}`): read as one argv.
+                for (key, item) in map {
+                    let Some(command) = item.as_str() else {
+                        continue;
+                    };
+                    for args in map.values() {
+                        let Some(args) = args.as_array().filter(|a| !a.is_empty()) else {
+                            continue;
+                        };
+                        if !args.iter().all(Value::is_string) {
+                            continue;
+                        }
+                        let mut argv: Vec<&str> = command.split_whitespace().collect();
+                        argv.extend(args.iter().filter_map(Value::as_str));
+                        let len = pointer.len();
+                        pointer.push('/');
+                        pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                        let hit = found(scan_argv(&argv), pointer);
+                        pointer.truncate(len);
+                        if hit.is_some() {
+                            return Ok(hit);
+                        }
+                    }
+                }
                 for (key, item) in map {
                     // A key can carry the command too (`{"rm -rf /": 1}`).
                     if let Some(hit) = found(scan_command_text(key), pointer) {

@@ -152,7 +152,7 @@ impl Reader {
         while let Some(first) = fields.first() {
             match first.text.as_str() {
                 "!" | "{" | "}" | "then" | "else" | "elif" | "do" | "done" | "fi" | "if"
-                | "while" | "until" | "time" | "esac"
+                | "while" | "until" | "esac"
                     if !first.subst =>
                 {
                     fields.remove(0);

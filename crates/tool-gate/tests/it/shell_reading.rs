@@ -104,6 +104,10 @@ fn wrappers_and_interpreters_are_resolved_to_the_command_they_run() {
         ("bash <<'EOF'\nrm -rf /\nEOF", "recursive-rm"),
         ("sh <<< 'git push -f'", "git-force-push"),
         ("busybox rm -rf /", "recursive-rm"),
+        ("time -p rm -rf /", "recursive-rm"),
+        ("nice -5 rm -rf /", "recursive-rm"),
+        ("for f in *; do rm -rf \"$f\"; done", "recursive-rm"),
+        ("case x in x) rm -rf /;; esac", "recursive-rm"),
     ];
     for (text, want) in cases {
         assert_eq!(command(text), Some(want), "{text}");
@@ -216,6 +220,12 @@ fn harmless_commands_are_allowed() {
         assert_eq!(command(text), None, "{text}");
     }
     assert_eq!(rule(&json!({"cmd": ["cp", "x", "/dev/null"]})), None);
+    assert_eq!(
+        rule(&json!({"command": "git", "args": ["log", "--grep", "reboot"]})),
+        None
+    );
+    assert_eq!(rule(&json!({"command": "git commit -m 'rm -rf /'"})), None);
+    assert_eq!(rule(&json!({"command": "ls -la # rm -rf /"})), None);
 }
 
 #[test]
