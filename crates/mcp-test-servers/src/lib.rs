@@ -21,8 +21,20 @@
 //!   never answers `initialize` (and ignores SIGTERM, with a grandchild in
 //!   its process group); aborts while serving the second page of
 //!   `tools/list`; answers `tools/list` with more than 10 MB; writes a JSON
-//!   line that is not JSON-RPC, or a line that is not JSON, instead of the
-//!   `tools/list` answer.
+//!   line that is not JSON-RPC, or 10,000 lines that are not JSON, instead
+//!   of the `tools/list` answer.
+//! - `mcp-hostile-server endless-cursor|endless-tools|endless-bytes|same-cursor`:
+//!   answers every `tools/list` page with a `nextCursor`, so the listing
+//!   never ends: one tool a page and a cursor never sent before; 1,000
+//!   small tools a page; four tools with 256 KiB descriptions a page (about
+//!   1 MiB, under the message limit); or the same cursor every time.
+//! - `mcp-hostile-server banner`: prints `Commands MCP Server running on
+//!   stdio` on stdout before speaking JSON-RPC (as
+//!   `@agent-infra/mcp-server-commands` 1.2.18 does), then serves the benign
+//!   and the executor-shaped tools.
+//! - `mcp-hostile-server hang-call`: serves the benign tools and never
+//!   answers `tools/call`; it first writes the tool's name to the file named
+//!   by `MCP_HOSTILE_MARK`, when set, so a test knows the call arrived.
 //! - `mcp-hostile-server raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike`:
 //!   answers `tools/list` with an executor-shaped tool (`exec`, a `command`
 //!   property) whose property schema is an object keyed by serde_json's

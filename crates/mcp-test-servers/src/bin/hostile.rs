@@ -1,4 +1,4 @@
-//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [--http [--sse] [--tls-self-signed DIR]] [TAG...]`:
+//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json|endless-cursor|endless-tools|endless-bytes|same-cursor|banner|hang-call|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [--http [--sse] [--tls-self-signed DIR]] [TAG...]`:
 //! MCP servers that misbehave in one way each (see the crate docs).
 #![forbid(unsafe_code)]
 
@@ -6,15 +6,16 @@ use std::io::Write as _;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::json;
 
 use mcp_test_servers::{
-    TlsFiles, benign_tools, listen_loopback, schema, serve_stdio, spawn_sleeper, stdin_closed,
-    tls_acceptor,
+    TlsFiles, benign_tools, executor_tools, listen_loopback, schema, serve_stdio, spawn_sleeper,
+    stdin_closed, tls_acceptor,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -24,6 +25,23 @@ enum Mode {
     HugeList,
     InvalidJsonRpc,
     NotJson,
+    /// Every `tools/list` page holds one tool and a cursor never sent
+    /// before: the listing never ends.
+    EndlessCursor,
+    /// Every page holds 1,000 small tools and a new cursor.
+    EndlessTools,
+    /// Every page holds four tools with 256 KiB descriptions (about 1 MiB,
+    /// under the message limit) and a new cursor.
+    EndlessBytes,
+    /// Every page names the same cursor again.
+    SameCursor,
+    /// Prints a banner line on stdout before speaking JSON-RPC (as
+    /// `@agent-infra/mcp-server-commands` 1.2.18 does), then serves the
+    /// benign and the executor-shaped tools.
+    Banner,
+    /// Serves the benign tools, and never answers a `tools/call` (after
+    /// creating the file named by `MCP_HOSTILE_MARK`, if set).
+    HangCall,
     /// `tools/list` answers with an executor-shaped tool whose `command`
     /// property schema is keyed by serde_json's raw-value token.
     RawValueQuirk,
@@ -36,6 +54,36 @@ enum Mode {
 /// The raw-value token of serde_json, written out (not taken from
 /// serde_json, whose constant is private).
 const TOKEN: &str = "$serde_json::private::RawValue";
+
+/// The banner `@agent-infra/mcp-server-commands` 1.2.18 prints first.
+const BANNER: &str = "Commands MCP Server running on stdio";
+
+/// The number in a `page-N` cursor (0 for the first page).
+fn page_number(request: Option<&PaginatedRequestParams>) -> u64 {
+    request
+        .and_then(|r| r.cursor.as_deref())
+        .and_then(|c| c.strip_prefix("page-"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A page of `count` tools named after page `page`, each described by
+/// `description_len` bytes, with the cursor `next`.
+fn endless_page(page: u64, count: usize, description_len: usize, next: String) -> ListToolsResult {
+    let filler = "x".repeat(description_len);
+    let tools = (0..count)
+        .map(|i| {
+            Tool::new(
+                format!("tool_{page}_{i}"),
+                filler.clone(),
+                schema(json!({"type": "object", "additionalProperties": false})),
+            )
+        })
+        .collect();
+    let mut result = ListToolsResult::with_all_items(tools);
+    result.next_cursor = Some(next);
+    result
+}
 
 /// The `tools/list` answer for the raw-value modes, as one JSON line.
 fn raw_value_listing(mode: Mode, id: &str) -> String {
@@ -83,8 +131,24 @@ impl rmcp::ServerHandler for Server {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let page = page_number(request.as_ref());
         match self.mode {
             Mode::HangInit => Ok(ListToolsResult::default()),
+            Mode::EndlessCursor => Ok(endless_page(page, 1, 16, format!("page-{}", page + 1))),
+            Mode::EndlessTools => Ok(endless_page(page, 1000, 0, format!("page-{}", page + 1))),
+            Mode::EndlessBytes => Ok(endless_page(
+                page,
+                4,
+                256 * 1024,
+                format!("page-{}", page + 1),
+            )),
+            Mode::SameCursor => Ok(endless_page(page, 1, 16, "page-1".to_owned())),
+            Mode::Banner => {
+                let mut tools = benign_tools();
+                tools.extend(executor_tools());
+                Ok(ListToolsResult::with_all_items(tools))
+            }
+            Mode::HangCall => Ok(ListToolsResult::with_all_items(benign_tools())),
             Mode::CrashMidList => {
                 if request.and_then(|r| r.cursor).is_some() {
                     // The second page: die without answering.
@@ -123,20 +187,37 @@ impl rmcp::ServerHandler for Server {
                 Ok(ListToolsResult::default())
             }
             Mode::InvalidJsonRpc | Mode::NotJson => {
-                let line: &[u8] = if self.mode == Mode::NotJson {
-                    b"this is not json\n"
-                } else {
-                    b"{\"hello\":\"world\",\"tools\":[]}\n"
-                };
                 {
                     let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(line);
+                    if self.mode == Mode::NotJson {
+                        // Nothing but lines that are not JSON, far more
+                        // than a client skips.
+                        for i in 0..10_000 {
+                            let _ = writeln!(out, "this is not json ({i})");
+                        }
+                    } else {
+                        let _ = out.write_all(b"{\"hello\":\"world\",\"tools\":[]}\n");
+                    }
                     let _ = out.flush();
                 }
                 std::future::pending::<()>().await;
                 Ok(ListToolsResult::default())
             }
         }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if self.mode == Mode::HangCall {
+            if let Some(mark) = std::env::var_os("MCP_HOSTILE_MARK") {
+                let _ = std::fs::write(mark, request.name.as_bytes());
+            }
+            std::future::pending::<()>().await;
+        }
+        Err(ErrorData::invalid_params("this server runs no tools", None))
     }
 }
 
@@ -346,6 +427,12 @@ fn main() {
         Some("huge-list") => Mode::HugeList,
         Some("invalid-jsonrpc") => Mode::InvalidJsonRpc,
         Some("not-json") => Mode::NotJson,
+        Some("endless-cursor") => Mode::EndlessCursor,
+        Some("endless-tools") => Mode::EndlessTools,
+        Some("endless-bytes") => Mode::EndlessBytes,
+        Some("same-cursor") => Mode::SameCursor,
+        Some("banner") => Mode::Banner,
+        Some("hang-call") => Mode::HangCall,
         Some("raw-value-quirk") => Mode::RawValueQuirk,
         Some("raw-value-quirk-escaped") => Mode::RawValueQuirkEscaped,
         Some("raw-value-lookalike") => Mode::RawValueLookalike,
@@ -401,6 +488,11 @@ fn main() {
             let _ = spawn_sleeper();
             let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
             let _keep = term;
+        }
+        if mode == Mode::Banner {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{BANNER}");
+            let _ = out.flush();
         }
         serve_stdio(Server { mode }).await
     });
