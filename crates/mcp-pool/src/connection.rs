@@ -2,11 +2,15 @@
 //! registry, and the re-listing that `notifications/tools/list_changed`
 //! triggers.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use cli_supervisor::{ChildEnv, EnvPolicy, Leg, LegSpec, LineFormat, StdinPolicy, Watchdogs};
-use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, Tool,
+};
 use rmcp::service::{NotificationContext, Peer, RunningService, ServiceError};
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
@@ -14,7 +18,7 @@ use tokio::sync::Notify;
 
 use crate::audit::DenialRecord;
 use crate::config::ServerSpec;
-use crate::error::Error;
+use crate::error::{Error, ListingLimit};
 use crate::pool::{PoolConfig, ToolResult};
 use crate::registry::{ListedTool, Registry};
 use crate::transport::{Fault, FaultSlot, LegTransport};
@@ -139,14 +143,7 @@ impl Connection {
         // Cleared before listing: a change announced while the list is in
         // flight sets it again, and the next use lists again.
         self.stale.store(false, Ordering::SeqCst);
-        let listed =
-            match tokio::time::timeout(self.config.request_timeout, self.peer.list_all_tools())
-                .await
-            {
-                Err(_) => return Err(self.timeout("tools/list")),
-                Ok(Err(e)) => return Err(self.service_error("tools/list", e)),
-                Ok(Ok(tools)) => tools,
-            };
+        let listed = self.list_all().await?;
         let previous = self.snapshot();
         let registry = Arc::new(Registry::admit(
             &self.server,
@@ -162,10 +159,85 @@ impl Connection {
     }
 
     pub(crate) async fn bare_list_count(&self) -> Result<usize, Error> {
-        match tokio::time::timeout(self.config.request_timeout, self.peer.list_all_tools()).await {
-            Err(_) => Err(self.timeout("tools/list")),
-            Ok(Err(e)) => Err(self.service_error("tools/list", e)),
-            Ok(Ok(tools)) => Ok(tools.len()),
+        Ok(self.list_all().await?.len())
+    }
+
+    /// Every page of `tools/list`, within the request timeout and the
+    /// listing limits (pages, tools, descriptor bytes); a cursor the server
+    /// already named is a protocol error, not another round. Past a limit
+    /// the connection is marked failed, so nothing uses it again.
+    async fn list_all(&self) -> Result<Vec<Tool>, Error> {
+        let listed =
+            match tokio::time::timeout(self.config.request_timeout, self.list_pages()).await {
+                Err(_) => Err(self.timeout("tools/list")),
+                Ok(listed) => listed,
+            };
+        if let Err(error) = &listed
+            && matches!(
+                error,
+                Error::ListingTooLarge { .. } | Error::Protocol { .. }
+            )
+        {
+            self.fault
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_or_insert(Fault::Io(error.to_string()));
+        }
+        listed
+    }
+
+    async fn list_pages(&self) -> Result<Vec<Tool>, Error> {
+        let config = &self.config;
+        let too_large = |what: ListingLimit, limit: usize| Error::ListingTooLarge {
+            server: self.server.clone(),
+            what,
+            limit,
+        };
+        let mut tools: Vec<Tool> = Vec::new();
+        let mut bytes = 0_usize;
+        let mut cursors = HashSet::new();
+        let mut cursor = None;
+        let mut page = 0_usize;
+        loop {
+            page += 1;
+            if page > config.max_list_pages {
+                return Err(too_large(ListingLimit::Pages, config.max_list_pages));
+            }
+            let params = PaginatedRequestParams::default().with_cursor(cursor.take());
+            let result = self
+                .peer
+                .list_tools(Some(params))
+                .await
+                .map_err(|e| self.service_error("tools/list", e))?;
+            if tools.len().saturating_add(result.tools.len()) > config.max_listed_tools {
+                return Err(too_large(ListingLimit::Tools, config.max_listed_tools));
+            }
+            for tool in result.tools {
+                bytes =
+                    bytes.saturating_add(json_len(&tool).map_err(|detail| Error::Protocol {
+                        server: self.server.clone(),
+                        phase: "tools/list",
+                        detail,
+                    })?);
+                if bytes > config.max_listed_bytes {
+                    return Err(too_large(ListingLimit::Bytes, config.max_listed_bytes));
+                }
+                tools.push(tool);
+            }
+            let Some(next) = result.next_cursor else {
+                return Ok(tools);
+            };
+            if !cursors.insert(next.clone()) {
+                return Err(Error::Protocol {
+                    server: self.server.clone(),
+                    phase: "tools/list",
+                    detail: format!(
+                        "page {page} names a cursor an earlier page named (the listing would \
+                         never end)"
+                    ),
+                });
+            }
+            cursor = Some(next);
         }
     }
 
@@ -286,6 +358,23 @@ impl Connection {
     }
 }
 
+/// The length of `tool` written as JSON, counted without keeping it.
+fn json_len(tool: &Tool) -> Result<usize, String> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, tool).map_err(|e| format!("a listed tool: {e}"))?;
+    Ok(count.0)
+}
+
 /// A stdio entry's fields, borrowed.
 struct StdioSpec<'a> {
     command: &'a str,
@@ -319,12 +408,16 @@ async fn open_stdio(
     leg_spec.line_format = LineFormat::Raw;
     leg_spec.grace = config.shutdown_grace;
     leg_spec.stderr_tail_len = config.stderr_tail_bytes;
+    // Like an agent leg: should this process die (however it dies), the
+    // sentinel ends the server's whole group, descendants included; the
+    // leader also has SIGKILL as its parent-death signal.
+    leg_spec.orphan_guard = Some(config.shutdown_grace);
     let leg = Leg::spawn(leg_spec).await.map_err(|source| Error::Spawn {
         server: server.to_owned(),
         source,
     })?;
     let pid = Some(leg.record().pid);
-    let transport = LegTransport::new(leg, Arc::clone(fault), config.max_message_bytes);
+    let transport = LegTransport::new(leg, Arc::clone(fault), config, server);
     // On timeout the handshake future is dropped with the transport in
     // it, and the leg's Drop backstop kills the server's whole group.
     match tokio::time::timeout(config.init_timeout, rmcp::serve_client(handler, transport)).await {
@@ -382,9 +475,10 @@ fn fault_error(server: &str, phase: &'static str, fault: Fault) -> Error {
         Fault::TooLarge { len, limit } => protocol(format!(
             "a message of {len} bytes exceeds the {limit}-byte limit"
         )),
-        Fault::NotJson { line, error } => {
-            protocol(format!("stdout line {line} is not JSON ({error})"))
-        }
+        Fault::TooManyNotJson { line, error, limit } => protocol(format!(
+            "stdout line {line} is not JSON ({error}), and the server already printed {limit} \
+             such lines (a few are skipped, as before JSON-RPC starts; no more)"
+        )),
         Fault::NotJsonRpc { line, error } => protocol(format!(
             "stdout line {line} is not a JSON-RPC message ({error})"
         )),

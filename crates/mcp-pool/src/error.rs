@@ -134,6 +134,22 @@ pub enum Error {
         /// rustls's description (or what in the setup is wrong).
         detail: String,
     },
+    /// One `tools/list` (all its pages) went past a listing limit of
+    /// [`PoolConfig`](crate::PoolConfig): more pages, tools or descriptor
+    /// bytes than allowed. Nothing of that listing is registered and the
+    /// connection is closed (the server's group ended).
+    #[error(
+        "mcp server '{server}' listed more than {limit} {what} in one tools/list (the listing \
+         was stopped and nothing of it registered)"
+    )]
+    ListingTooLarge {
+        /// The server.
+        server: String,
+        /// Which limit.
+        what: ListingLimit,
+        /// Its value.
+        limit: usize,
+    },
     /// The server answered with a JSON-RPC error, or the client side of
     /// rmcp failed otherwise.
     #[error("mcp server '{server}' failed {phase}: {detail}")]
@@ -189,6 +205,40 @@ pub enum Error {
         /// as opposed to answering no.
         errored: bool,
     },
+}
+
+/// Which listing limit a server went past ([`Error::ListingTooLarge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListingLimit {
+    /// `tools/list` pages ([`PoolConfig::max_list_pages`](crate::PoolConfig::max_list_pages)).
+    Pages,
+    /// Tools over all pages ([`PoolConfig::max_listed_tools`](crate::PoolConfig::max_listed_tools)).
+    Tools,
+    /// Bytes of the listed descriptors, as JSON
+    /// ([`PoolConfig::max_listed_bytes`](crate::PoolConfig::max_listed_bytes)).
+    Bytes,
+}
+
+impl ListingLimit {
+    /// A stable kebab-case code: `pages`, `tools` or `bytes`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pages => "pages",
+            Self::Tools => "tools",
+            Self::Bytes => "bytes",
+        }
+    }
+}
+
+impl std::fmt::Display for ListingLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Pages => "pages",
+            Self::Tools => "tools",
+            Self::Bytes => "bytes of tool descriptors",
+        })
+    }
 }
 
 /// Why TLS to a server failed ([`Error::Tls`]).

@@ -14,7 +14,20 @@
 //!   a cli-supervisor leg (its own process group, stdout lines bounded by
 //!   [`PoolConfig::max_message_bytes`], a bounded stderr tail, group
 //!   teardown with SIGTERM, grace and SIGKILL, and a Drop backstop), with
-//!   rmcp's client speaking MCP over its stdin and stdout.
+//!   rmcp's client speaking MCP over its stdin and stdout. Like an agent
+//!   leg it has SIGKILL as its parent-death signal and the orphan guard (a
+//!   sentinel in its group that, should this process die however it dies,
+//!   SIGTERMs the group, waits [`PoolConfig::shutdown_grace`] and SIGKILLs
+//!   it), so no server, nor anything it started in its group, outlives
+//!   the process that started it.
+//! - **Bounded listing:** one `tools/list` follows at most
+//!   [`PoolConfig::max_list_pages`] pages (100) holding at most
+//!   [`PoolConfig::max_listed_tools`] tools (10,000) and
+//!   [`PoolConfig::max_listed_bytes`] of descriptors as JSON (16 MiB), all
+//!   within [`PoolConfig::request_timeout`]; past one of them the listing
+//!   stops with [`Error::ListingTooLarge`], and a cursor an earlier page
+//!   named is [`Error::Protocol`]. Nothing of such a listing is
+//!   registered and the server is ended.
 //! - **Admission at registration:** every tool of every `tools/list` page
 //!   goes through `mcp_admission::validate_tool_admission`; a refused tool
 //!   never enters the [`Registry`], is logged with its reason and, when a
@@ -31,7 +44,8 @@
 //! Every failure is a typed [`Error`] naming the server, and leaves no
 //! process of the server's group behind: a handshake that does not finish
 //! within [`PoolConfig::init_timeout`], a server that exits, a message over
-//! the size limit, a stdout line that is not JSON-RPC.
+//! the size limit, a JSON stdout line that is not JSON-RPC, too many lines
+//! that are not JSON, a listing past its limits.
 //!
 //! ```no_run
 //! use mcp_pool::{McpPool, PoolConfig, SecurityConfig};
@@ -60,10 +74,16 @@
 //!   return value of `load_config` is contrasted with.
 //! - `filter_sensitive_env` drops *inherited* variables whose name contains
 //!   a denylist pattern; variables the entry's own `env` declares are kept.
-//! - A stdout line that is not a JSON-RPC message ends the connection
-//!   ([`Error::Protocol`]) rather than being skipped: the stdio transport
-//!   forbids anything else on stdout, and a server that breaks that is not
-//!   trusted further.
+//! - A stdout line that does not parse as JSON at all (a banner such as
+//!   `Commands MCP Server running on stdio`, printed before JSON-RPC by
+//!   `@agent-infra/mcp-server-commands`) is skipped and logged by its line
+//!   number and the parser's message (never its text), as the official
+//!   TypeScript and Python SDKs skip it: never parsed as a message, never
+//!   handed on. At most [`PoolConfig::max_skipped_lines`] (64) per
+//!   connection, each bounded by [`PoolConfig::max_message_bytes`]; one
+//!   more ends the connection ([`Error::Protocol`]). A line that *is* JSON
+//!   but not a JSON-RPC message still ends the connection: that is a
+//!   server speaking the protocol wrongly, not a banner.
 //! - URL servers pass the same authorization (https or wss, host
 //!   allowlist; plain http to a loopback host only when
 //!   [`SecurityConfig::allow_loopback_http`] is set) and are then reached
@@ -225,7 +245,7 @@ mod transport;
 
 pub use audit::{DenialRecord, DenialSink, POOL_ACTOR_ID, TOOL_DENIED_KIND, TOOL_ENTITY_TYPE};
 pub use config::{ServerSpec, parse_config, read_config_file};
-pub use error::{DenialReason, Error, TlsFailure};
+pub use error::{DenialReason, Error, ListingLimit, TlsFailure};
 pub use gate::{CallGate, GateDecision, GateRequest};
 pub use pool::{McpPool, PoolConfig, ToolListing, ToolResult, ToolSummary};
 pub use registry::{AdmittedTool, DeniedTool, ListedTool, Registry};

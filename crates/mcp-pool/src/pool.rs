@@ -33,9 +33,28 @@ pub struct PoolConfig {
     /// closes the connection with [`Error::Protocol`] (over HTTP: the
     /// largest JSON response body or SSE event rmcp's client accepts).
     pub max_message_bytes: usize,
+    /// The most `tools/list` pages one listing follows; a server still
+    /// naming a next cursor past it is [`Error::ListingTooLarge`].
+    pub max_list_pages: usize,
+    /// The most tools one listing (all pages) may hold.
+    pub max_listed_tools: usize,
+    /// The most bytes the tool descriptors of one listing (all pages) may
+    /// hold, measured as their JSON. Together with the message limit this
+    /// bounds what a listing keeps in memory.
+    pub max_listed_bytes: usize,
+    /// How many stdout lines that are not JSON a stdio server may print
+    /// over a connection (a banner before JSON-RPC, as the official SDKs
+    /// allow): each is skipped and logged (its number and the parser's
+    /// message, never its text), never parsed as a message. One more ends
+    /// the connection with [`Error::Protocol`]. Each line is bounded by
+    /// `max_message_bytes` like any other; a line that is JSON but not a
+    /// JSON-RPC message is never skipped.
+    pub max_skipped_lines: usize,
     /// How much of a server's stderr is kept for error reports.
     pub stderr_tail_bytes: usize,
-    /// How long a server gets between SIGTERM and SIGKILL at teardown.
+    /// How long a server gets between SIGTERM and SIGKILL at teardown,
+    /// and the orphan guard's grace when this process dies while a stdio
+    /// server runs.
     pub shutdown_grace: Duration,
     /// Where denials are recorded besides the log.
     pub denial_sink: Option<Arc<dyn DenialSink>>,
@@ -50,6 +69,10 @@ impl Default for PoolConfig {
             init_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             max_message_bytes: 8 * 1024 * 1024,
+            max_list_pages: 100,
+            max_listed_tools: 10_000,
+            max_listed_bytes: 16 * 1024 * 1024,
+            max_skipped_lines: 64,
             stderr_tail_bytes: 16 * 1024,
             shutdown_grace: Duration::from_secs(2),
             denial_sink: None,
@@ -75,6 +98,10 @@ impl std::fmt::Debug for PoolConfig {
             .field("init_timeout", &self.init_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("max_list_pages", &self.max_list_pages)
+            .field("max_listed_tools", &self.max_listed_tools)
+            .field("max_listed_bytes", &self.max_listed_bytes)
+            .field("max_skipped_lines", &self.max_skipped_lines)
             .field("denial_sink", &self.denial_sink.is_some())
             .field("gate", &self.gate.is_some())
             .finish_non_exhaustive()

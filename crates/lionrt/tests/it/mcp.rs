@@ -401,3 +401,152 @@ fn audit_and_call_reach_a_loopback_http_server_only_when_allowed() {
     );
     assert!(stdout(&called).contains("42"), "{}", stdout(&called));
 }
+
+/// Polls `done` every 20 ms until it holds or `limit` has passed.
+fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    done()
+}
+
+fn unique_tag(what: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!(
+        "lionrt-mcp-{what}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    )
+}
+
+#[test]
+fn audit_judges_the_tools_of_a_server_that_prints_a_banner_first() {
+    // `@agent-infra/mcp-server-commands` 1.2.18 prints "Commands MCP Server
+    // running on stdio" on stdout before speaking JSON-RPC; the fixture
+    // does the same.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        json!({"commands": {"command": fixture(HOSTILE), "args": ["banner"]}}),
+    );
+    let out = lionrt(
+        &dir.path().join("state.db"),
+        &["mcp", "audit", "--config", &config, "--format", "jsonl"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Judged: a tool was refused (1), not "could not be audited" (2).
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("jsonl"))
+        .collect();
+    let mut verdicts: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["tool"].as_str().unwrap_or("-"),
+                l["verdict"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    verdicts.sort_unstable();
+    assert_eq!(
+        verdicts,
+        [
+            ("add", "admit"),
+            ("bash", "deny"),
+            ("echo", "admit"),
+            ("run_script", "deny"),
+            ("search_code", "admit"),
+        ],
+        "{stderr}"
+    );
+}
+
+#[test]
+fn audit_of_a_server_naming_new_cursors_forever_ends_quickly_with_the_page_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("cursor");
+    let config = write_config(
+        dir.path(),
+        json!({"endless": {"command": fixture(HOSTILE), "args": ["endless-cursor", tag]}}),
+    );
+    let started = std::time::Instant::now();
+    let out = lionrt(
+        &dir.path().join("state.db"),
+        &["mcp", "audit", "--config", &config, "--format", "jsonl"],
+    );
+    let took = started.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: Value = serde_json::from_str(stdout(&out).trim()).expect("one jsonl line");
+    assert_eq!(line["verdict"], "error");
+    let message = line["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("listed more than 100 pages in one tools/list"),
+        "{message}"
+    );
+    // The limit stopped it, not the 30 s request timeout.
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    assert!(mcp_test_servers::live_with_tag(&tag).is_empty());
+}
+
+#[test]
+fn a_sigkilled_mcp_call_leaves_neither_the_server_nor_its_grandchild() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tag = unique_tag("sigkill");
+    let mark = dir.path().join("called");
+    // The server is started by a shell that first puts a sleeping
+    // grandchild in the background: `sh -c 'sleeper & exec server'`.
+    let config = write_config(
+        dir.path(),
+        json!({"hang": {
+            "command": "/bin/sh",
+            "args": ["-c", r#""$0" sleeper "$1" & exec "$0" hang-call "$1""#, fixture(HOSTILE), tag],
+            "env": {"MCP_HOSTILE_MARK": mark.to_string_lossy()},
+        }}),
+    );
+    let mut call = std::process::Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .arg("--db")
+        .arg(dir.path().join("state.db"))
+        .args([
+            "mcp",
+            "call",
+            "hang",
+            "echo",
+            "--args",
+            r#"{"text":"hi"}"#,
+            "--config",
+            &config,
+        ])
+        .env_remove("LIONRT_DB")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start lionrt mcp call");
+    let limit = std::time::Duration::from_secs(60);
+    let in_flight = wait_until(limit, || mark.exists());
+    let live = mcp_test_servers::live_with_tag(&tag);
+    call.kill().expect("SIGKILL lionrt");
+    let _ = call.wait();
+    assert!(in_flight, "the call never reached the server");
+    assert_eq!(live.len(), 2, "server and grandchild: {live:?}");
+    let gone = wait_until(limit, || mcp_test_servers::live_with_tag(&tag).is_empty());
+    let left = mcp_test_servers::live_with_tag(&tag);
+    for pid in &left {
+        // Only processes this test started carry its tag.
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(*pid).expect("pid"),
+            rustix::process::Signal::KILL,
+        );
+    }
+    assert!(gone, "processes outlived the SIGKILLed lionrt: {left:?}");
+}

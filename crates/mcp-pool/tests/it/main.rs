@@ -2,6 +2,7 @@
 //! binaries of mcp-test-servers, spawned over stdio, or serving streamable
 //! HTTP, plain or behind TLS, on loopback).
 
+mod bounds;
 mod config;
 mod hostile;
 mod http;
