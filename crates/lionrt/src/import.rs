@@ -1,15 +1,20 @@
-//! `lionrt state import --from-lionagi PATH`: brings sessions, their
-//! messages and their status history over from a state.db written by the
-//! original lionagi (0.36.0 schema), and reports everything it did not
-//! bring. The target is the SQLite file or the PostgreSQL schema `--db`
-//! names (the same reads, the same rows; only the statements differ).
+//! `lionrt state import --from-lionagi [PATH]`: brings sessions, their
+//! messages, invocations, schedules and schedule runs, each with its status
+//! history, over from a state.db written by the original lionagi (0.36.0
+//! schema; without PATH, li's own store at `$LIONAGI_HOME/state.db`, else
+//! `~/.lionagi/state.db`), and reports everything it did not bring. The
+//! target is the SQLite file or the PostgreSQL schema `--db` names (the
+//! same reads, the same rows; only the statements differ).
 //!
-//! The source is never opened in place: its file (and `-wal`, when there is
-//! one) is copied to a temporary directory and read from there, so the
-//! original's file is not touched even by SQLite's WAL recovery. The source
-//! must have lionagi's `sessions`, `messages`, `progressions` and
-//! `status_transitions` tables. The import is one transaction: all of it or
-//! nothing.
+//! The source is recognised first (`state_sqlite::recognise`, which changes
+//! nothing) and must be lionagi's store by its `schema_meta` lineage; it is
+//! never opened in place: its file (and `-wal`, when there is one) is copied
+//! to a temporary directory and read from there, so the original's file is
+//! not touched even by SQLite's WAL recovery, and every error names the
+//! user's file, never the copy. The import is one transaction: all of it
+//! or nothing. A dry run writes nothing anywhere: it reads the target only
+//! when it is a lionrt store already, and never creates it. Importing twice
+//! changes nothing (every row is found already in the target).
 //!
 //! What maps, and how:
 //! - a session row keeps its id, status, reason, times (lionagi's float
@@ -20,14 +25,21 @@
 //!   "lionagi"`;
 //! - its messages are the ids in its progression, in that order, with role
 //!   and content (JSON text, as stored);
-//! - its status history keeps from/to status, reason, actor and time;
+//! - an invocation keeps its id, status, reason and times; its skill,
+//!   plugin, prompt, session count and metadata go into its reason JSON;
+//! - a schedule comes when lionrt can run it (an agent target on an interval
+//!   or cron trigger, with a provider lionrt knows), always disabled;
+//! - a schedule run comes once it has ended, pointing at its schedule when
+//!   that came too (lionagi's schedule id stays in its reason JSON);
+//! - each status history keeps from/to status, reason, actor and time;
 //!   evidence and metadata go into the reason JSON.
 //!
-//! Skipped, and counted in the report: a session whose id is already in the
-//! target, a session whose status lionrt's session policy does not know,
-//! progression entries with no message row, messages no imported session
-//! reaches, transitions of other entity types, and the rows of every other
-//! non-empty lionagi table (invocations, shows, schedules, ...).
+//! Skipped, and counted in the report: a row whose id is already in the
+//! target, a row whose status lionrt's policy does not know, a schedule
+//! lionrt cannot run, an open schedule run, progression entries with no
+//! message row, messages no imported session reaches, transitions of
+//! entities not brought, and the rows of every other non-empty lionagi
+//! table (branches, projects, shows, ...).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -350,3 +350,38 @@ fn print_report(json: bool, report: &RunReport, history: &[lifecycle_core::Trans
     }
     crate::state::print_history(false, history);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{ProviderName, check_session_id, prompt_of};
+
+    #[test]
+    fn a_session_id_with_any_control_character_or_blank_end_is_refused() {
+        // Every control character, at the start, inside and at the end.
+        for c in (0u32..=0x10_FFFF)
+            .filter_map(char::from_u32)
+            .filter(|c| c.is_control())
+        {
+            for id in [format!("{c}a"), format!("a{c}b"), format!("a{c}")] {
+                assert!(check_session_id(&id).is_err(), "{id:?}");
+            }
+        }
+        for id in ["", " ", "\u{3000}", " a", "a ", "a\u{a0}"] {
+            assert!(check_session_id(id).is_err(), "{id:?}");
+        }
+        for id in ["a", "run-1", "s p a c e d", "ünïcode-ok", "a/b"] {
+            assert!(check_session_id(id).is_ok(), "{id:?}");
+        }
+    }
+
+    #[test]
+    fn only_the_scripted_demo_has_a_default_prompt() {
+        use clap::ValueEnum;
+        for p in ProviderName::value_variants() {
+            let scripted = matches!(p, ProviderName::Scripted);
+            assert_eq!(prompt_of(*p, None).is_ok(), scripted, "{p:?}");
+            assert!(prompt_of(*p, Some(" \t")).is_err(), "{p:?}");
+            assert_eq!(prompt_of(*p, Some("do it")).expect("prompt"), "do it");
+        }
+    }
+}
