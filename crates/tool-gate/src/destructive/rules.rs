@@ -658,13 +658,7 @@ impl Reader {
         }
         let lang = script_language(name)?;
         let code: Vec<String> = match lang {
-            Lang::Opaque => {
-                return Some(
-                    args.iter()
-                        .any(|f| f.text.starts_with('-') || name_is_powershell(name))
-                        .then_some(UNREADABLE),
-                );
-            }
+            Lang::Opaque => return Some(opaque_interpreter(name, args, stdin)),
             Lang::Code(code_flags, rest_flags) => {
                 let mut code = Vec::new();
                 let mut file = false;
@@ -890,6 +884,30 @@ impl Reader {
 
 fn name_is_powershell(name: &str) -> bool {
     matches!(name, "pwsh" | "powershell" | "powershell.exe" | "pwsh.exe")
+}
+
+/// An interpreter whose language this guard does not read: refused when
+/// given inline code or a program on a pipe, allowed with a script file.
+fn opaque_interpreter(name: &str, args: &[Field], stdin: Stdin<'_>) -> Option<&'static str> {
+    if name_is_powershell(name) || matches!(name, "cmd" | "cmd.exe") {
+        // PowerShell runs its words as a command unless given `-File`.
+        let file = args.iter().any(|f| {
+            let w = f.text.to_ascii_lowercase();
+            matches!(w.as_str(), "-f" | "-file" | "/f" | "-fi" | "-fil")
+        });
+        return match (args.is_empty(), file) {
+            (_, true) => None,
+            (true, false) => matches!(stdin, Stdin::Pipe).then_some(UNREADABLE),
+            (false, false) => Some(UNREADABLE),
+        };
+    }
+    let code = args.iter().any(|f| {
+        let w = f.text.as_str();
+        matches!(w, "-e" | "-c" | "--eval" | "-eval" | "-E" | "--command")
+            || ((w.starts_with("-e") || w.starts_with("-c")) && !w.starts_with("--") && w.len() > 2)
+    });
+    let no_program = args.iter().all(|f| f.text.starts_with('-'));
+    (code || (no_program && matches!(stdin, Stdin::Pipe))).then_some(UNREADABLE)
 }
 
 enum Lang {
