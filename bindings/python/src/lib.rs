@@ -5,10 +5,15 @@
 //! `explain(...)` returns the structured report as a dict. Schemas are
 //! converted from Python values (dict, list, tuple, str, int, float, bool,
 //! None); any other type raises `TypeError`, which a host treats as a
-//! refusal, as it treats the original's exceptions.
+//! refusal, as it treats the original's exceptions. Both take
+//! `policy="original"` (the default: lionagi 0.36.0's verdicts) or
+//! `policy="strict"` (also denies a tool that says it runs code and leaves
+//! the code free, with `code-execution-with-free-input`).
 
-use mcp_admission::{AdmissionDenied, AdmissionReport, Reason, explain_tool_admission};
-use pyo3::exceptions::{PyPermissionError, PyTypeError};
+use mcp_admission::{
+    AdmissionDenied, AdmissionReport, Limits, Policy, Reason, explain_tool_admission_under,
+};
+use pyo3::exceptions::{PyPermissionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -95,11 +100,22 @@ fn name_and_repr(name: &Bound<'_, PyAny>) -> PyResult<(String, Option<String>)> 
     }
 }
 
+/// The policy named by the `policy` keyword (`"original"`, the default, or `"strict"`).
+fn policy_of(policy: &str) -> PyResult<Policy> {
+    Policy::from_name(policy).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown admission policy {policy:?} (expected 'original' or 'strict')"
+        ))
+    })
+}
+
 fn judge(
     name: &Bound<'_, PyAny>,
     input_schema: Option<&Bound<'_, PyAny>>,
     description: Option<&Bound<'_, PyAny>>,
+    policy: &str,
 ) -> PyResult<(AdmissionReport, String, Option<String>)> {
+    let policy = policy_of(policy)?;
     let (name, repr) = name_and_repr(name)?;
     let schema = match input_schema {
         Some(s) => Some(to_value(s, 0)?),
@@ -113,7 +129,13 @@ fn judge(
         },
         None => None,
     };
-    let report = explain_tool_admission(&name, schema.as_ref(), description.as_deref());
+    let report = explain_tool_admission_under(
+        policy,
+        Limits::default(),
+        &name,
+        schema.as_ref(),
+        description.as_deref(),
+    );
     Ok((report, name, repr))
 }
 
@@ -127,14 +149,17 @@ fn message(name: &str, repr: Option<&str>, reason: Reason) -> String {
 
 /// Returns None when the tool may be registered; raises PermissionError
 /// (with the original's message and bracketed reason code) otherwise.
+/// `policy="strict"` adds the code-execution rule; the default,
+/// `"original"`, keeps lionagi 0.36.0's verdicts.
 #[pyfunction]
-#[pyo3(signature = (name, input_schema, description=None))]
+#[pyo3(signature = (name, input_schema, description=None, *, policy="original"))]
 fn validate_mcp_tool_admission(
     name: &Bound<'_, PyAny>,
     input_schema: Option<&Bound<'_, PyAny>>,
     description: Option<&Bound<'_, PyAny>>,
+    policy: &str,
 ) -> PyResult<()> {
-    let (report, name, repr) = judge(name, input_schema, description)?;
+    let (report, name, repr) = judge(name, input_schema, description, policy)?;
     match report.reason {
         None => Ok(()),
         Some(reason) => Err(PyPermissionError::new_err(message(
@@ -147,14 +172,15 @@ fn validate_mcp_tool_admission(
 
 /// The structured report of a verdict, as a dict.
 #[pyfunction]
-#[pyo3(signature = (name, input_schema, description=None))]
+#[pyo3(signature = (name, input_schema, description=None, *, policy="original"))]
 fn explain<'py>(
     py: Python<'py>,
     name: &Bound<'py, PyAny>,
     input_schema: Option<&Bound<'py, PyAny>>,
     description: Option<&Bound<'py, PyAny>>,
+    policy: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (report, name, repr) = judge(name, input_schema, description)?;
+    let (report, name, repr) = judge(name, input_schema, description, policy)?;
     let d = PyDict::new(py);
     d.set_item("admitted", report.admitted())?;
     d.set_item("reason", report.reason.map(Reason::as_str))?;

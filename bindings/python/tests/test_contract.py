@@ -85,3 +85,24 @@ def test_deep_python_values_do_not_crash():
     with pytest.raises(PermissionError):
         validate_mcp_tool_admission("bash", deep)
     assert validate_mcp_tool_admission("notebook", deep) is None
+
+
+CODE_RUNNER = {"type": "object", "properties": {"code": {"type": "string"}}}
+
+
+def test_strict_policy_is_an_option_and_the_default_is_the_original():
+    # The drop-in keeps the original's verdict...
+    assert validate_mcp_tool_admission("run_python", CODE_RUNNER) is None
+    assert validate_mcp_tool_admission("run_python", CODE_RUNNER, policy="original") is None
+    # ...strict denies with its own reason code.
+    with pytest.raises(PermissionError) as err:
+        validate_mcp_tool_admission("run_python", CODE_RUNNER, policy="strict")
+    assert MESSAGE.match(str(err.value)).group("reason") == "code-execution-with-free-input"
+    assert explain("sandbox", CODE_RUNNER, "Runs Python code.", policy="strict")["reason"] == (
+        "code-execution-with-free-input"
+    )
+    assert "code-execution-with-free-input" in REASONS
+    # Strict keeps every original denial.
+    assert explain("notebook", SHELL, policy="strict")["reason"] == "unbounded-command-input"
+    with pytest.raises(ValueError):
+        validate_mcp_tool_admission("x", SEARCH, policy="lenient")

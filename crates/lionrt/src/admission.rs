@@ -9,6 +9,7 @@ use std::sync::{Mutex, mpsc};
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
+use mcp_admission::Policy;
 use mcp_admission::batch::{Checker, OutputFormat, RecordBatch, Tally, ToolResult};
 
 use crate::out;
@@ -37,6 +38,32 @@ pub(crate) struct CheckArgs {
     /// The output is in input order whatever the number.
     #[arg(long, default_value_t = 0)]
     jobs: usize,
+    /// The rules: `strict` (the default) adds, beyond lionagi's, a denial
+    /// of a tool that says it runs code and leaves the code free
+    /// (`code-execution-with-free-input`); `original` gives lionagi
+    /// 0.36.0's verdicts.
+    #[arg(long, value_enum, default_value_t = PolicyArg::Strict)]
+    policy: PolicyArg,
+    /// The original's verdicts: the same as `--policy original`.
+    #[arg(long, conflicts_with = "policy")]
+    compat: bool,
+}
+
+/// The policy of `--policy` and `--compat`.
+pub(crate) fn policy_of(policy: PolicyArg, compat: bool) -> Policy {
+    match (compat, policy) {
+        (true, _) | (false, PolicyArg::Original) => Policy::Original,
+        (false, PolicyArg::Strict) => Policy::Strict,
+    }
+}
+
+/// The admission policies of `admission check`, `mcp ls|audit|call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PolicyArg {
+    /// lionagi 0.36.0's verdicts plus the code-execution rule.
+    Strict,
+    /// lionagi 0.36.0's verdicts.
+    Original,
 }
 
 /// The output formats of `admission check`.
@@ -81,7 +108,8 @@ pub(crate) fn run(json: bool, cmd: AdmissionCmd) -> Result<ExitCode> {
             Err(e) => return Ok(unreadable(format!("reading {}: {e}", args.input.display()))),
         }
     };
-    let checker = Checker::new(format, Some(&label));
+    let policy = policy_of(args.policy, args.compat);
+    let checker = Checker::new(format, Some(&label)).with_policy(policy);
     let stdout = std::io::stdout().lock();
     // Parsing and judging run on every core; reading, splitting and
     // writing (in input order) stay on this thread.

@@ -71,6 +71,14 @@ pub(crate) struct CommonArgs {
     /// Seconds a server gets to answer `initialize`.
     #[arg(long, default_value_t = 10, value_name = "SECS")]
     init_timeout: u64,
+    /// Admission rules: `strict` (the default) also denies a tool that says
+    /// it runs code and leaves the code free; `original` gives lionagi
+    /// 0.36.0's verdicts.
+    #[arg(long, value_enum, default_value_t = crate::admission::PolicyArg::Strict)]
+    policy: crate::admission::PolicyArg,
+    /// The original's verdicts: the same as `--policy original`.
+    #[arg(long, conflicts_with = "policy")]
+    compat: bool,
 }
 
 #[derive(Debug, Args)]
@@ -160,6 +168,7 @@ fn pool(common: &CommonArgs, gate: bool) -> Result<(McpPool, Vec<String>, PathBu
     security.allow_loopback_http = common.allow_loopback_http;
     let mut config = PoolConfig::with_security(security);
     config.init_timeout = Duration::from_secs(common.init_timeout.max(1));
+    config.admission_policy = crate::admission::policy_of(common.policy, common.compat);
     if gate {
         let gate = tool_gate::Gate::builder()
             .security(tool_gate::DestructiveGuard::default())

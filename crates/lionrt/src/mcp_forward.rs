@@ -307,6 +307,9 @@ fn audit(
     // `lionrt mcp audit`: its servers may be started.
     let mut pool_config = PoolConfig::with_security(SecurityConfig::trusted());
     pool_config.init_timeout = init_timeout;
+    // lionrt's default admission rules (`lionrt mcp audit --compat` shows
+    // the original's verdicts on the same file).
+    pool_config.admission_policy = mcp_admission::Policy::Strict;
     let pool = McpPool::new(pool_config);
     for (name, entry) in servers.as_map() {
         pool.add_server(name, entry.clone());

@@ -12,6 +12,79 @@ use crate::report::{
 };
 use crate::vocabulary::STRONG_EXECUTOR_NAMES;
 
+/// Which rules judge a descriptor.
+///
+/// [`Policy::Original`] gives lionagi 0.36.0's verdicts (and this crate's
+/// documented departures, all toward denying): what
+/// [`validate_tool_admission`] and every other function without a policy
+/// argument apply. [`Policy::Strict`] adds one rule beyond the original,
+/// checked only when every original rule admits: a tool whose name or
+/// description says it runs, executes, evaluates or interprets code
+/// ([`crate::signals_code_execution`]) and whose code, script, source,
+/// program, input or file (`file_path`) key admits any string is denied with
+/// [`Reason::CodeExecutionWithFreeInput`]. `lionrt` applies it by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Policy {
+    /// The original's verdicts (the drop-in).
+    #[default]
+    Original,
+    /// The original's verdicts plus the code-execution rule.
+    Strict,
+}
+
+impl Policy {
+    /// The policy's name (`original`, `strict`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Original => "original",
+            Policy::Strict => "strict",
+        }
+    }
+
+    /// Parses a policy name (`original`, also `compat`, or `strict`).
+    pub fn from_name(name: &str) -> Option<Policy> {
+        match name {
+            "original" | "compat" => Some(Policy::Original),
+            "strict" => Some(Policy::Strict),
+            _ => None,
+        }
+    }
+}
+
+/// [`validate_tool_admission`] under `policy`.
+///
+/// # Errors
+///
+/// [`AdmissionDenied`] when the descriptor exposes a generic executor
+/// surface (or, under [`Policy::Strict`], a free code-execution channel).
+pub fn validate_tool_admission_under(
+    policy: Policy,
+    name: &str,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+) -> Result<(), AdmissionDenied> {
+    static NULL: Value = Value::Null;
+    let root = input_schema.unwrap_or(&NULL);
+    match judge_schema(Limits::default(), policy, name, root, description, false).reason {
+        None => Ok(()),
+        Some(reason) => Err(AdmissionDenied::new(name, reason)),
+    }
+}
+
+/// [`explain_tool_admission_with`] under `policy`.
+pub fn explain_tool_admission_under(
+    policy: Policy,
+    limits: Limits,
+    name: &str,
+    input_schema: Option<&Value>,
+    description: Option<&str>,
+) -> AdmissionReport {
+    static NULL: Value = Value::Null;
+    let root = input_schema.unwrap_or(&NULL);
+    judge_schema(limits, policy, name, root, description, true)
+}
+
 /// Decides whether an MCP tool descriptor may be registered.
 ///
 /// Pure and synchronous: the verdict depends only on the arguments. A JSON
@@ -96,7 +169,7 @@ fn judge(
 ) -> AdmissionReport {
     static NULL: Value = Value::Null;
     let root = input_schema.unwrap_or(&NULL);
-    judge_schema(limits, name, root, description, detailed)
+    judge_schema(limits, Policy::Original, name, root, description, detailed)
 }
 
 /// Judges a descriptor whose schema is any document (the batch path's
@@ -105,14 +178,16 @@ fn judge(
 /// `detailed`) gives for the same schema as a `Value`.
 pub(crate) fn judge_node<'a, N: Node<'a>>(
     limits: Limits,
+    policy: Policy,
     name: &str,
     input_schema: Option<N>,
     description: Option<&str>,
     detailed: bool,
 ) -> AdmissionReport {
+    static NULL: Value = Value::Null;
     match input_schema {
-        Some(root) => judge_schema(limits, name, root, description, detailed),
-        None => judge(limits, name, None, description, detailed),
+        Some(root) => judge_schema(limits, policy, name, root, description, detailed),
+        None => judge_schema(limits, policy, name, &NULL, description, detailed),
     }
 }
 
@@ -120,6 +195,7 @@ pub(crate) fn judge_node<'a, N: Node<'a>>(
 /// an absent one.
 fn judge_schema<'a, N: Node<'a>>(
     limits: Limits,
+    policy: Policy,
     name: &str,
     root: N,
     description: Option<&str>,
@@ -131,6 +207,9 @@ fn judge_schema<'a, N: Node<'a>>(
     let empty = root.is_null() || root.as_object().is_some_and(Obj::is_empty);
 
     let mut engine = Engine::with_detail(root, limits, detailed);
+    let runs_code =
+        policy == Policy::Strict && crate::normalize::signals_code_execution(name, description);
+    engine.strict = runs_code;
     if !empty {
         engine.walk_root(root);
     }
@@ -209,6 +288,9 @@ fn judge_schema<'a, N: Node<'a>>(
             });
         }
         Some(Reason::UnboundedCommandInput)
+    } else if runs_code && (engine.found.code_channel || root.is_bool(true)) {
+        // Strict only, when every original rule admits.
+        Some(Reason::CodeExecutionWithFreeInput)
     } else {
         None
     };

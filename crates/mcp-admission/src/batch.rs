@@ -51,7 +51,7 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::admission::judge_node;
+use crate::admission::{Policy, judge_node};
 use crate::arena::{Arena, ArenaNode, Plain, first_special};
 use crate::node::{Node, View};
 use crate::reason::{AdmissionDenied, Reason};
@@ -941,13 +941,18 @@ fn lowercase_message(e: &serde_json::Error) -> String {
 
 /// Judges one record (with the message and detail of a denial).
 pub fn judge_record(record: &RawRecord) -> ToolResult {
-    judge_record_with(record, true, &mut None)
+    judge_record_with(record, true, &mut None, Policy::Original)
 }
 
 /// Judges one record as a [`Checker`] writing `format` does (JSON Lines
 /// needs neither the message nor the detail of a denial, so it skips them).
 pub fn judge_record_as(record: &RawRecord, format: OutputFormat) -> ToolResult {
-    judge_record_with(record, format != OutputFormat::Jsonl, &mut None)
+    judge_record_with(
+        record,
+        format != OutputFormat::Jsonl,
+        &mut None,
+        Policy::Original,
+    )
 }
 
 /// The arena buffers one judge keeps from record to record (emptied; see
@@ -956,7 +961,12 @@ type Scratch = Option<Arena<'static>>;
 
 /// Judges one record; `explained` adds the message and detail of a denial
 /// (JSON Lines output needs neither).
-fn judge_record_with(record: &RawRecord, explained: bool, scratch: &mut Scratch) -> ToolResult {
+fn judge_record_with(
+    record: &RawRecord,
+    explained: bool,
+    scratch: &mut Scratch,
+    policy: Policy,
+) -> ToolResult {
     judge_bytes(
         &record.bytes,
         record.line,
@@ -964,6 +974,7 @@ fn judge_record_with(record: &RawRecord, explained: bool, scratch: &mut Scratch)
         record.broken.as_deref(),
         explained,
         scratch,
+        policy,
     )
 }
 
@@ -975,6 +986,7 @@ fn judge_bytes(
     broken: Option<&str>,
     explained: bool,
     scratch: &mut Scratch,
+    policy: Policy,
 ) -> ToolResult {
     if let Some(why) = broken {
         return ToolResult::error(None, Some(record_line), index, why.to_owned());
@@ -985,9 +997,17 @@ fn judge_bytes(
         && let Some(clamped) = clamp_out_of_range_numbers(bytes, e)
     {
         *scratch = Some(arena.recycle());
-        return judge_bytes(&clamped, record_line, index, None, explained, &mut None);
+        return judge_bytes(
+            &clamped,
+            record_line,
+            index,
+            None,
+            explained,
+            &mut None,
+            policy,
+        );
     }
-    let result = judge_parsed(parsed, &arena, record_line, index, explained);
+    let result = judge_parsed(parsed, &arena, record_line, index, explained, policy);
     *scratch = Some(arena.recycle());
     result
 }
@@ -1068,10 +1088,13 @@ fn judge_parsed(
     record_line: usize,
     index: usize,
     explained: bool,
+    policy: Policy,
 ) -> ToolResult {
     let line = Some(record_line);
     match parsed {
-        Ok(Record::Tool(envelope)) => judge_envelope(&envelope, arena, line, index, explained),
+        Ok(Record::Tool(envelope)) => {
+            judge_envelope(&envelope, arena, line, index, explained, policy)
+        }
         Ok(Record::NotObject) => {
             ToolResult::error(None, line, index, "a tool must be a json object".to_owned())
         }
@@ -1097,6 +1120,7 @@ fn judge_jsonl_into<'de>(
     arena: &mut Arena<'de>,
     out: &mut String,
     tally: &mut Tally,
+    policy: Policy,
 ) {
     let result = if let Some(why) = &span.broken {
         ToolResult::error(None, Some(span.line), span.index, why.clone())
@@ -1108,7 +1132,8 @@ fn judge_jsonl_into<'de>(
                 let name = e.name.as_ref().and_then(Text::as_str).unwrap_or_default();
                 let description = e.description.as_ref().and_then(Text::as_str);
                 let schema = e.schema().map(|i| arena.node(i));
-                let reason = judge_node(Limits::default(), name, schema, description, false).reason;
+                let reason =
+                    judge_node(Limits::default(), policy, name, schema, description, false).reason;
                 tally.count(None, reason);
                 out.push_str("{\"id\":");
                 match e.id.map(|i| arena.node(i)) {
@@ -1124,12 +1149,12 @@ fn judge_jsonl_into<'de>(
                 return;
             }
             Err(e) => match clamp_out_of_range_numbers(bytes, e) {
-                Some(clamped) => {
-                    judge_bytes(&clamped, span.line, span.index, None, false, &mut None)
-                }
-                None => judge_parsed(parsed, arena, span.line, span.index, false),
+                Some(clamped) => judge_bytes(
+                    &clamped, span.line, span.index, None, false, &mut None, policy,
+                ),
+                None => judge_parsed(parsed, arena, span.line, span.index, false, policy),
             },
-            _ => judge_parsed(parsed, arena, span.line, span.index, false),
+            _ => judge_parsed(parsed, arena, span.line, span.index, false, policy),
         }
     };
     tally.add(&result);
@@ -1152,6 +1177,7 @@ fn judge_envelope(
     line: Option<usize>,
     index: usize,
     explained: bool,
+    policy: Policy,
 ) -> ToolResult {
     let id = e.id.map(|id| echoed_id(arena.node(id)));
     let name = match &e.name {
@@ -1166,13 +1192,13 @@ fn judge_envelope(
     let schema = e.schema().map(|i| arena.node(i));
     // JSON Lines needs the reason alone: no report is built for it.
     let (reason, message, detail) = if explained {
-        let report = judge_node(Limits::default(), name, schema, description, true);
+        let report = judge_node(Limits::default(), policy, name, schema, description, true);
         let message = report
             .reason
             .map(|r| AdmissionDenied::new(name, r).to_string());
         (report.reason, message, report.detail().unwrap_or_default())
     } else {
-        let reason = judge_node(Limits::default(), name, schema, description, false).reason;
+        let reason = judge_node(Limits::default(), policy, name, schema, description, false).reason;
         (reason, None, String::new())
     };
     ToolResult {
@@ -1192,7 +1218,7 @@ fn judge_envelope(
 #[cfg(test)]
 pub(crate) fn judge_both_ways(text: &str, explained: bool) -> (ToolResult, Option<ToolResult>) {
     let judge = |parsed: Result<Record<'_>, serde_json::Error>, arena: &Arena<'_>| match parsed {
-        Ok(Record::Tool(e)) => judge_envelope(&e, arena, Some(1), 0, explained),
+        Ok(Record::Tool(e)) => judge_envelope(&e, arena, Some(1), 0, explained, Policy::Original),
         Ok(Record::NotObject) => ToolResult::error(None, Some(1), 0, "not an object".to_owned()),
         Err(e) => ToolResult::error(None, Some(1), 0, format!("not json: {e}")),
     };
@@ -1228,9 +1254,20 @@ pub(crate) fn jsonl_both_ways(
         &mut arena,
         &mut String::new(),
         &mut Tally::default(),
+        Policy::Original,
     );
-    judge_jsonl_into(bytes, &span, &mut arena, &mut quick.0, &mut quick.1);
-    let result = judge_bytes(bytes, span.line, span.index, broken, false, &mut None);
+    let original = Policy::Original;
+    judge_jsonl_into(
+        bytes,
+        &span,
+        &mut arena,
+        &mut quick.0,
+        &mut quick.1,
+        original,
+    );
+    let result = judge_bytes(
+        bytes, span.line, span.index, broken, false, &mut None, original,
+    );
     let mut slow = (String::new(), Tally::default());
     slow.1.add(&result);
     render_jsonl(&result, &mut slow.0);
@@ -1245,6 +1282,8 @@ pub(crate) fn jsonl_both_ways(
 pub struct RecordBatch {
     bytes: Vec<u8>,
     records: Vec<Span>,
+    /// The policy judging it: the checker's that filled it.
+    policy: Policy,
 }
 
 /// Where one record of a [`RecordBatch`] is, and what is known of it.
@@ -1333,7 +1372,15 @@ impl RecordBatch {
         self.each()
             .map(|(bytes, s)| {
                 let broken = s.broken.as_deref();
-                judge_bytes(bytes, s.line, s.index, broken, explained, &mut scratch)
+                judge_bytes(
+                    bytes,
+                    s.line,
+                    s.index,
+                    broken,
+                    explained,
+                    &mut scratch,
+                    self.policy,
+                )
             })
             .collect()
     }
@@ -1345,7 +1392,7 @@ impl RecordBatch {
         // Every record borrows from this batch: one arena serves them all.
         let mut arena = Arena::new();
         for (bytes, span) in self.each() {
-            judge_jsonl_into(bytes, span, &mut arena, out, &mut tally);
+            judge_jsonl_into(bytes, span, &mut arena, out, &mut tally, self.policy);
         }
         tally
     }
@@ -1362,6 +1409,8 @@ pub struct Checker {
     scratch: Scratch,
     /// JSON Lines: the records of the chunk being fed, judged together.
     pending: RecordBatch,
+    /// The rules judging every record.
+    policy: Policy,
 }
 
 /// Counts of a batch.
@@ -1413,7 +1462,18 @@ impl Checker {
             tally: Tally::default(),
             scratch: None,
             pending: RecordBatch::new(),
+            policy: Policy::Original,
         }
+    }
+
+    /// The same checker judging under `policy` ([`Policy::Original`] unless
+    /// set; `lionrt admission check` sets [`Policy::Strict`] by default). A
+    /// batch it fills ([`Checker::split_batch`]) is judged under it too.
+    #[must_use]
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self.pending.policy = policy;
+        self
     }
 
     /// Feeds a chunk of input; appends rendered output to `out`.
@@ -1433,11 +1493,13 @@ impl Checker {
             renderer,
             tally,
             scratch,
+            policy,
             ..
         } = self;
         let explained = *explained;
+        let policy = *policy;
         splitter.feed(chunk, &mut |record| {
-            let result = judge_record_with(record, explained, scratch);
+            let result = judge_record_with(record, explained, scratch, policy);
             tally.add(&result);
             renderer.record(&result, out);
         });
@@ -1456,11 +1518,13 @@ impl Checker {
     /// [`Self::render`] in input order) or [`RecordBatch::judge_jsonl`]
     /// (then [`Self::add_jsonl`] in input order).
     pub fn split_batch(&mut self, chunk: &[u8], batch: &mut RecordBatch) {
+        batch.policy = self.policy;
         self.splitter.feed_into(chunk, batch);
     }
 
     /// Ends the input of [`Self::split_batch`]: the last records, if any.
     pub fn split_finish_batch(&mut self, batch: &mut RecordBatch) {
+        batch.policy = self.policy;
         self.splitter.finish(&mut |record| batch.push(record));
     }
 
@@ -1534,11 +1598,13 @@ impl Checker {
             renderer,
             tally,
             scratch,
+            policy,
             ..
         } = &mut self;
         let explained = *explained;
+        let policy = *policy;
         splitter.finish(&mut |record| {
-            let result = judge_record_with(record, explained, scratch);
+            let result = judge_record_with(record, explained, scratch, policy);
             tally.add(&result);
             renderer.record(&result, out);
         });

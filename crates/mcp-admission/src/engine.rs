@@ -108,6 +108,8 @@ pub(crate) struct Engine<'a, N: Node<'a>> {
     pub(crate) detailed: bool,
     /// What the classifier reads, kept in both modes.
     pub(crate) found: Found,
+    /// Whether the strict policy's code channels are looked for.
+    pub(crate) strict: bool,
 }
 
 /// What the classifier reads of a walk: kept whether or not the report's
@@ -134,6 +136,9 @@ pub(crate) struct Found {
     pub(crate) malformed: bool,
     /// Some free-form map channel.
     pub(crate) map_channel: bool,
+    /// Some code channel key (code, script, source, program, input, file,
+    /// file_path) is free-form (looked for under the strict policy only).
+    pub(crate) code_channel: bool,
 }
 
 impl Found {
@@ -185,6 +190,7 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
             pending_required: Vec::new(),
             detailed,
             found: Found::default(),
+            strict: false,
         }
     }
 

@@ -283,9 +283,25 @@
 //! the stricter posture can deny when [`AdmissionReport::unresolved`] is
 //! non-empty.
 //!
-//! Names and keys are case-folded with full Unicode case folding (`ſhell` is
-//! `shell`); `$ref` is a local JSON pointer (`#` or `#/...`), not
-//! percent-decoded; anything else (`http://...`, `#anchor`) is unresolvable.
+//! Names and keys are split at ASCII camelCase boundaries, case-folded with
+//! full Unicode case folding (`ſhell` is `shell`) and cut at every
+//! character outside `[a-z0-9]` (`écmd` is `cmd`), as the original reads
+//! them. `$ref` is a local JSON pointer (`#` or `#/...`), not
+//! percent-decoded, read both as RFC 6901 reads it and as the original does
+//! (empty segments skipped, no list index followed): every target either
+//! reading reaches is judged, and a reading that reaches nothing is
+//! unresolvable. Anything else (`http://...`, `#anchor`) is unresolvable.
+//!
+//! # Policies
+//!
+//! Every function without a [`Policy`] argument judges as the original
+//! does. [`Policy::Strict`] ([`validate_tool_admission_under`],
+//! [`explain_tool_admission_under`], [`batch::Checker::with_policy`]) adds
+//! [`Reason::CodeExecutionWithFreeInput`], checked only when every rule of
+//! the original admits: a tool whose name or description says it runs,
+//! executes, evaluates or interprets code ([`signals_code_execution`]) and
+//! whose code, script, source, program, input or file (`file_path`) key
+//! admits any string. `lionrt` judges under it by default.
 
 #![forbid(unsafe_code)]
 
@@ -307,14 +323,15 @@ mod vocabulary;
 mod walker;
 
 pub use admission::{
-    could_carry_subschema, explain_tool_admission, explain_tool_admission_with,
-    is_inert_annotation_value, is_synthetic_mcp_wrapper_schema, object_boundedness_insufficient,
-    schema_is_insufficient, structural_coverage_insufficient, synthetic_wrapper_schema,
-    validate_mcp_tool_admission, validate_tool_admission,
+    Policy, could_carry_subschema, explain_tool_admission, explain_tool_admission_under,
+    explain_tool_admission_with, is_inert_annotation_value, is_synthetic_mcp_wrapper_schema,
+    object_boundedness_insufficient, schema_is_insufficient, structural_coverage_insufficient,
+    synthetic_wrapper_schema, validate_mcp_tool_admission, validate_tool_admission,
+    validate_tool_admission_under,
 };
 pub use normalize::{
     KeyCategories, description_signals_execution, is_exec_tainted_key, is_identifier_like_key,
-    is_strong_executor_name, normalize_key,
+    is_strong_executor_name, normalize_key, signals_code_execution,
 };
 pub use proofs::{
     has_structural_ref_siblings, has_structural_ref_siblings_at_root,

@@ -231,6 +231,108 @@ fn ascii_description_signals_execution(bytes: &[u8]) -> bool {
     }
 }
 
+/// Words that say a tool runs code (the strict policy's signal).
+const CODE_VERBS: &[&str] = &[
+    "run",
+    "runs",
+    "running",
+    "runner",
+    "execute",
+    "executes",
+    "executing",
+    "executor",
+    "exec",
+    "eval",
+    "evaluate",
+    "evaluates",
+    "evaluating",
+    "evaluator",
+    "interpret",
+    "interprets",
+    "interpreting",
+    "interpreter",
+];
+
+/// What the code is called: code itself and the languages it is written in.
+const CODE_OBJECTS: &[&str] = &[
+    "code",
+    "codes",
+    "script",
+    "scripts",
+    "snippet",
+    "snippets",
+    "program",
+    "programs",
+    "source",
+    "python",
+    "py",
+    "python3",
+    "javascript",
+    "js",
+    "node",
+    "nodejs",
+    "typescript",
+    "ts",
+    "ruby",
+    "perl",
+    "php",
+    "lua",
+    "julia",
+    "deno",
+    "bun",
+    "notebook",
+    "cell",
+    "cells",
+    "jupyter",
+    "repl",
+];
+
+/// Name tokens that say it on their own.
+const CODE_NAME_WORDS: &[&str] = &["eval", "repl", "interpreter", "interpret", "evaluate"];
+
+/// The keys that carry the code to run, after normalisation.
+pub(crate) const CODE_CHANNEL_KEYS: &[&str] = &[
+    "code",
+    "script",
+    "source",
+    "source_code",
+    "program",
+    "input",
+    "file",
+    "file_path",
+];
+
+/// True when a tool's name or description says it runs, executes,
+/// evaluates or interprets code (the strict policy's signal).
+///
+/// The name: a verb token (`run`, `execute`, `eval`, `interpret`, ...) and a
+/// code token (`code`, `script`, `python`, `js`, ...) among its
+/// `_`-separated normalised tokens, or `eval`, `repl` or `interpreter` on
+/// their own (`run_python`, `execute_code`, `js_eval`, `python_repl`). The
+/// description: a verb word followed within four words by a code word
+/// ("Runs Python code in a sandbox", "Evaluate the given JavaScript").
+pub fn signals_code_execution(name: &str, description: Option<&str>) -> bool {
+    let normalized = normalize_key(name);
+    let tokens: Vec<&str> = normalized.split('_').collect();
+    let has = |list: &[&str]| tokens.iter().any(|t| list.contains(t));
+    if (has(CODE_VERBS) && has(CODE_OBJECTS)) || has(CODE_NAME_WORDS) {
+        return true;
+    }
+    let Some(description) = description else {
+        return false;
+    };
+    let normalized = normalize_description(description);
+    let words: Vec<&str> = normalized.split(' ').filter(|w| !w.is_empty()).collect();
+    words.iter().enumerate().any(|(i, w)| {
+        CODE_VERBS.contains(w)
+            && words
+                .iter()
+                .skip(i + 1)
+                .take(4)
+                .any(|o| CODE_OBJECTS.contains(o))
+    })
+}
+
 /// True when a tool name (normalised) is a strong executor name.
 pub fn is_strong_executor_name(name: &str) -> bool {
     STRONG_EXECUTOR_NAMES.contains(&normalize_key(name).as_str())

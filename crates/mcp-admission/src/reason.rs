@@ -23,17 +23,23 @@ pub enum Reason {
     /// of schemas belongs (where the original raises an exception, which its
     /// host treats as a refusal).
     MalformedSchema,
+    /// The strict policy only ([`crate::Policy::Strict`]; never under the
+    /// original's): the name or description says the tool runs, executes,
+    /// evaluates or interprets code, and the code, script, source, program,
+    /// input or file to run is an unconstrained string.
+    CodeExecutionWithFreeInput,
 }
 
 impl Reason {
     /// Every reason, in classifier precedence order.
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::UnboundedCommandInput,
         Reason::UnboundedProcessInput,
         Reason::UnboundedScriptPayload,
         Reason::ExecutorDescriptionWithBroadInput,
         Reason::ExecutorIdentityWithInsufficientSchema,
         Reason::MalformedSchema,
+        Reason::CodeExecutionWithFreeInput,
     ];
 
     /// The reason code string of the original gate.
@@ -47,6 +53,7 @@ impl Reason {
                 "executor-identity-with-insufficient-schema"
             }
             Reason::MalformedSchema => "malformed-schema",
+            Reason::CodeExecutionWithFreeInput => "code-execution-with-free-input",
         }
     }
 
@@ -75,6 +82,9 @@ impl Reason {
             }
             Reason::MalformedSchema => {
                 "a schema position holds a value of the wrong json type (the original raises an exception there)"
+            }
+            Reason::CodeExecutionWithFreeInput => {
+                "strict policy: the name or description says the tool runs code, and the code, script, source, program, input or file to run is an unconstrained string"
             }
         }
     }

@@ -319,6 +319,10 @@ impl AdmissionReport {
                 .malformed
                 .first()
                 .map(|u| format!("{} at {}", u.cause, at(&u.path))),
+            Reason::CodeExecutionWithFreeInput => {
+                key(&|k| crate::normalize::CODE_CHANNEL_KEYS.contains(&k.normalized.as_str()))
+                    .map(|k| format!("code to run: {k}"))
+            }
         }
         .or_else(|| {
             self.free_form_map_channels

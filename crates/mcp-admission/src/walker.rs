@@ -14,7 +14,8 @@ use crate::node::{Arr, Node, Obj, View};
 use std::borrow::Cow;
 
 use crate::normalize::{
-    KeyCategories, is_exec_tainted_key, is_identifier_like_key, normalize_key_cow,
+    CODE_CHANNEL_KEYS, KeyCategories, is_exec_tainted_key, is_identifier_like_key,
+    normalize_key_cow,
 };
 use crate::pattern;
 use crate::report::{FreeFormKey, Unresolved, UnresolvedCause};
@@ -363,7 +364,20 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         // under a categorised key: the key itself names an executor channel.
         let exec_tainted = is_exec_tainted_key(&normalized);
         let untyped_counts = categories.any() || exec_tainted;
-        if let Some(cause) = self.value_free_form(untyped_counts, v, depth) {
+        let free = self.value_free_form(untyped_counts, v, depth);
+        // The strict policy: a code channel whose value admits any string.
+        if self.strict
+            && !self.found.code_channel
+            && CODE_CHANNEL_KEYS.contains(&&*normalized)
+            && (if untyped_counts {
+                free.is_some()
+            } else {
+                self.value_free_form(true, v, depth).is_some()
+            })
+        {
+            self.found.code_channel = true;
+        }
+        if let Some(cause) = free {
             let identifier_like = is_identifier_like_key(&normalized);
             self.found
                 .free_form(&categories, identifier_like, exec_tainted);

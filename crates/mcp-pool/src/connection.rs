@@ -145,7 +145,8 @@ impl Connection {
         self.stale.store(false, Ordering::SeqCst);
         let listed = self.list_all().await?;
         let previous = self.snapshot();
-        let registry = Arc::new(Registry::admit(
+        let registry = Arc::new(Registry::admit_under(
+            self.config.admission_policy,
             &self.server,
             listed.into_iter().map(ListedTool::from).collect(),
             Some(&previous),

@@ -60,6 +60,10 @@ pub struct PoolConfig {
     pub denial_sink: Option<Arc<dyn DenialSink>>,
     /// The hook run before every call.
     pub gate: Option<Arc<dyn CallGate>>,
+    /// The admission rules a listing is judged by: lionagi 0.36.0's
+    /// (`Original`, the default) or `Strict` (which also denies a tool that
+    /// says it runs code and leaves the code free; `lionrt`'s default).
+    pub admission_policy: mcp_admission::Policy,
 }
 
 impl Default for PoolConfig {
@@ -77,6 +81,7 @@ impl Default for PoolConfig {
             shutdown_grace: Duration::from_secs(2),
             denial_sink: None,
             gate: None,
+            admission_policy: mcp_admission::Policy::Original,
         }
     }
 }
@@ -104,6 +109,7 @@ impl std::fmt::Debug for PoolConfig {
             .field("max_skipped_lines", &self.max_skipped_lines)
             .field("denial_sink", &self.denial_sink.is_some())
             .field("gate", &self.gate.is_some())
+            .field("admission_policy", &self.admission_policy)
             .finish_non_exhaustive()
     }
 }

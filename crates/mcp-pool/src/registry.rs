@@ -131,9 +131,10 @@ fn remembered(tool: &ListedTool, previous: Option<&Registry>) -> Option<Result<(
         .then(|| memo.outcome.clone())
 }
 
-/// A fresh verdict from the admission gate.
-fn judge(tool: &ListedTool) -> Result<(), DenialReason> {
-    mcp_admission::validate_tool_admission(
+/// A fresh verdict from the admission gate, under `policy`.
+fn judge(tool: &ListedTool, policy: mcp_admission::Policy) -> Result<(), DenialReason> {
+    mcp_admission::validate_tool_admission_under(
+        policy,
         &tool.name,
         Some(&tool.input_schema),
         tool.description.as_deref(),
@@ -153,6 +154,7 @@ fn judge(tool: &ListedTool) -> Result<(), DenialReason> {
 fn judge_all(
     tools: &[ListedTool],
     previous: Option<&Registry>,
+    policy: mcp_admission::Policy,
 ) -> Vec<(Result<(), DenialReason>, bool)> {
     let mut out: Vec<Option<(Result<(), DenialReason>, bool)>> = tools
         .iter()
@@ -162,7 +164,7 @@ fn judge_all(
     let threads = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     if fresh.len() < PARALLEL_FROM || threads < 2 {
         for &i in &fresh {
-            out[i] = Some((judge(&tools[i]), false));
+            out[i] = Some((judge(&tools[i], policy), false));
         }
     } else {
         let chunk = fresh.len().div_ceil(threads);
@@ -170,7 +172,11 @@ fn judge_all(
             let handles: Vec<_> = fresh
                 .chunks(chunk)
                 .map(|part| {
-                    scope.spawn(move || part.iter().map(|&i| judge(&tools[i])).collect::<Vec<_>>())
+                    scope.spawn(move || {
+                        part.iter()
+                            .map(|&i| judge(&tools[i], policy))
+                            .collect::<Vec<_>>()
+                    })
                 })
                 .collect();
             for (handle, part) in handles.into_iter().zip(fresh.chunks(chunk)) {
@@ -217,13 +223,24 @@ impl Registry {
     /// schema does not compile or whose name is listed twice. A tool whose
     /// schema is unchanged since `previous` keeps its compiled validator.
     pub fn admit(server: &str, tools: Vec<ListedTool>, previous: Option<&Registry>) -> Self {
+        Self::admit_under(mcp_admission::Policy::Original, server, tools, previous)
+    }
+
+    /// [`Self::admit`] under an admission policy (`previous` must have been
+    /// judged under the same one: its verdicts are reused).
+    pub fn admit_under(
+        policy: mcp_admission::Policy,
+        server: &str,
+        tools: Vec<ListedTool>,
+        previous: Option<&Registry>,
+    ) -> Self {
         let mut seen = BTreeSet::new();
         let duplicates: BTreeSet<String> = tools
             .iter()
             .filter(|t| !seen.insert(t.name.as_str()))
             .map(|t| t.name.clone())
             .collect();
-        let verdicts = judge_all(&tools, previous);
+        let verdicts = judge_all(&tools, previous, policy);
         let mut registry = Self::default();
         for (tool, (verdict, unchanged)) in tools.into_iter().zip(verdicts) {
             let ListedTool {

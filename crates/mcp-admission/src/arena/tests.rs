@@ -368,7 +368,14 @@ fn same_both_ways(
             prop_assert_eq!(&rebuilt.0, value, "{}", text);
             lookups_agree(node, value)?;
             let by_value = explain_tool_admission_with(limits, name, Some(value), description);
-            let by_plain = judge_node(limits, name, Some(node), description, true);
+            let by_plain = judge_node(
+                limits,
+                crate::Policy::Original,
+                name,
+                Some(node),
+                description,
+                true,
+            );
             prop_assert_eq!(&by_plain, &by_value, "{}", text);
         }
     }
@@ -387,9 +394,23 @@ fn same_both_ways(
             }
             lookups_agree(node, value)?;
             let by_value = explain_tool_admission_with(limits, name, Some(value), description);
-            let by_arena = judge_node(limits, name, Some(node), description, true);
+            let by_arena = judge_node(
+                limits,
+                crate::Policy::Original,
+                name,
+                Some(node),
+                description,
+                true,
+            );
             prop_assert_eq!(&by_arena, &by_value, "{}", text);
-            let plain = judge_node(limits, name, Some(node), description, false);
+            let plain = judge_node(
+                limits,
+                crate::Policy::Original,
+                name,
+                Some(node),
+                description,
+                false,
+            );
             prop_assert_eq!(plain.reason, by_value.reason, "{}", text);
         }
         (v, a) => prop_assert!(false, "{text}: value {v:?}, arena {a:?}"),

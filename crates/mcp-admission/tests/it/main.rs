@@ -9,6 +9,7 @@ mod oracle_classes;
 mod props;
 #[cfg(feature = "regex")]
 mod python_re;
+mod strict;
 mod worst;
 
 use mcp_admission::{AdmissionReport, Reason, explain_tool_admission, validate_tool_admission};
