@@ -4,7 +4,7 @@
 //! JSON line that is not JSON-RPC, the connection ends.
 
 use std::io::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_pool::{Error, ListingLimit, McpPool, PoolConfig};
 use mcp_test_servers::{BENIGN, HOSTILE};
@@ -13,21 +13,28 @@ use serde_json::{Value, json};
 
 use crate::{config, entry, fixture, settle, tag};
 
-/// Lists `mode` of the hostile server; the error, how long it took, and
-/// that nothing of its group is left.
-async fn listing_error(mode: &str, config: PoolConfig) -> (Error, Duration) {
+/// Lists `mode` of the hostile server; the error, once nothing of its
+/// group is left.
+async fn listing_error(mode: &str, config: PoolConfig) -> Error {
     let tag = tag();
     let pool = McpPool::new(config);
     pool.add_server("hostile", entry(HOSTILE, mode, &tag));
-    let started = Instant::now();
     let error = pool.list_tools("hostile").await.unwrap_err();
-    let took = started.elapsed();
     let left = settle(&tag).await;
     assert!(left.is_empty(), "{mode}: processes left behind: {left:?}");
     // Nothing of the listing was registered: the next use starts afresh
     // and fails the same way.
     assert!(pool.server_pid("hostile").await.is_none());
-    (error, took)
+    error
+}
+
+/// A request timeout far beyond what the limits need, so the typed limit
+/// error (not a timeout) shows the listing was stopped by its bound on a
+/// loaded machine too; today's unbounded listing would run into it.
+fn endless_config() -> PoolConfig {
+    let mut config = config();
+    config.request_timeout = Duration::from_secs(120);
+    config
 }
 
 fn assert_limit(error: &Error, what: ListingLimit, limit: usize) {
@@ -46,18 +53,16 @@ fn assert_limit(error: &Error, what: ListingLimit, limit: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_naming_a_new_cursor_forever_stops_at_the_page_limit() {
-    let (error, took) = listing_error("endless-cursor", config()).await;
+    let error = listing_error("endless-cursor", endless_config()).await;
     assert_limit(&error, ListingLimit::Pages, 100);
     assert!(error.to_string().contains("more than 100 pages"), "{error}");
-    // Stopped by the limit, not by the 10 s request timeout.
-    assert!(took < Duration::from_secs(8), "took {took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_limit_is_the_configured_one() {
     let mut config = config();
     config.max_list_pages = 3;
-    let (error, _) = listing_error("endless-cursor", config).await;
+    let error = listing_error("endless-cursor", config).await;
     assert_limit(&error, ListingLimit::Pages, 3);
 }
 
@@ -65,27 +70,25 @@ async fn the_page_limit_is_the_configured_one() {
 async fn a_server_listing_tools_forever_stops_at_the_tool_limit() {
     // 1,000 tools a page: the 10,000-tool limit comes at page 11, long
     // before the page limit.
-    let (error, took) = listing_error("endless-tools", config()).await;
+    let error = listing_error("endless-tools", endless_config()).await;
     assert_limit(&error, ListingLimit::Tools, 10_000);
-    assert!(took < Duration::from_secs(8), "took {took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_listing_megabytes_forever_stops_at_the_byte_limit() {
     // About 1 MiB a page, each page under the 8 MiB message limit: the
     // 16 MiB limit comes at page 17, with four tools a page.
-    let (error, took) = listing_error("endless-bytes", config()).await;
+    let error = listing_error("endless-bytes", endless_config()).await;
     assert_limit(&error, ListingLimit::Bytes, 16 * 1024 * 1024);
     assert!(
         error.to_string().contains("bytes of tool descriptors"),
         "{error}"
     );
-    assert!(took < Duration::from_secs(8), "took {took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cursor_named_twice_is_a_protocol_error_at_once() {
-    let (error, _) = listing_error("same-cursor", config()).await;
+    let error = listing_error("same-cursor", config()).await;
     let Error::Protocol { phase, detail, .. } = &error else {
         panic!("expected a protocol error, got {error}");
     };
