@@ -343,7 +343,15 @@ impl<'a, N: Node<'a>> Engine<'a, N> {
         {
             return true;
         }
-        // The original's reading: empty segments skipped on both sides.
+        // The original's reading: empty segments skipped on both sides (the
+        // same comparison when there are none).
+        let empty_segment = |p: &str| p.contains("//") || p.ends_with('/');
+        if !empty_segment(fragment)
+            && !empty_segment(base)
+            && !self.path[start..].iter().any(|s| matches!(s, Seg::Key("")))
+        {
+            return false;
+        }
         let mut original = here().filter(|t| !matches!(t, Token::Escaped("") | Token::Raw("")));
         fragment
             .split('/')

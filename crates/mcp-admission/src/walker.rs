@@ -443,23 +443,25 @@ const REPRESENTATIVE_KEY_WORDS: [&str; 5] = [
 /// charges for): one with object, composition, conditional, reference or
 /// array-item keywords.
 fn is_container<'a, O: Obj<'a>>(m: O) -> bool {
-    [
-        "properties",
-        "patternProperties",
-        "additionalProperties",
-        "$ref",
-        "allOf",
-        "anyOf",
-        "oneOf",
-        "if",
-        "then",
-        "else",
-        "not",
-        "items",
-        "prefixItems",
-    ]
-    .iter()
-    .any(|k| m.contains_key(k))
+    // One pass over the (few) keywords rather than a lookup per name.
+    m.iter().any(|(k, _)| {
+        matches!(
+            k,
+            "properties"
+                | "patternProperties"
+                | "additionalProperties"
+                | "$ref"
+                | "allOf"
+                | "anyOf"
+                | "oneOf"
+                | "if"
+                | "then"
+                | "else"
+                | "not"
+                | "items"
+                | "prefixItems"
+        )
+    })
 }
 
 /// An untyped, unpinned schema with no `$ref`, composition or conditional:
