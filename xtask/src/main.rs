@@ -48,6 +48,8 @@ tasks:
                       (laid out as the workspace) instead; --check
                       regenerates the offline sets into a scratch directory
                       and fails on drift
+  man [DIR]           write the lionrt command's man pages (default
+                      target/man): lionrt.1, lionrt-run.1, ...
   ci                  fmt check, clippy -D warnings, tests (what .ci/run does)";
 
 fn main() -> ExitCode {
@@ -80,6 +82,7 @@ fn run(args: Vec<String>) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("migrate") => migrate(&args[1..]),
         Some("ci") => ci(),
+        Some("man") => man(&args[1..]),
         Some("fixtures") => fixtures::run(&args[1..]),
         Some("unicode-tables") => unicode_tables::run(&args[1..]),
         Some("tidy") => {
@@ -99,6 +102,25 @@ fn run(args: Vec<String>) -> Result<()> {
         }
         Some(other) => bail!("unknown task {other:?}\n\n{USAGE}"),
     }
+}
+
+/// `cargo xtask man [DIR]`: the man pages come from the lionrt command's
+/// own definition (`lionrt __man DIR`), so they never drift from `--help`.
+fn man(args: &[String]) -> Result<()> {
+    let dir = match args {
+        [] => workspace_root().join("target").join("man"),
+        [dir] => PathBuf::from(dir),
+        _ => bail!("man takes at most one directory\n\n{USAGE}"),
+    };
+    cargo(&[
+        "run",
+        "--quiet",
+        "-p",
+        "lionrt",
+        "--",
+        "__man",
+        &dir.display().to_string(),
+    ])
 }
 
 /// The workspace root (xtask's parent directory).

@@ -15,6 +15,7 @@ mod backend;
 mod daemon;
 mod dbpath;
 mod doctor;
+mod examples;
 mod import;
 mod kill;
 mod lifecycle;
@@ -79,9 +80,10 @@ enum Command {
     /// Manage plugin trust (list, show, trust, untrust, verify, enable, disable, gc).
     Plugin(plugin::PluginArgs),
     /// The durable dispatch outbox (ls, show, enqueue, ack, retry, purge, deliver, sweep).
-    #[command(subcommand)]
+    #[command(subcommand, visible_alias = "dispatch")]
     Outbox(self::outbox::OutboxCmd),
     /// Run the main job: record a session, supervise a leg, print its history.
+    #[command(visible_alias = "agent")]
     Run(run::RunArgs),
     /// End a live session's leg from another terminal (id or unique prefix),
     /// or every session whose owner is gone (--all-stale).
@@ -96,10 +98,11 @@ enum Command {
     /// cancels running legs (sessions end cancelled) and exits.
     Daemon(daemon::DaemonArgs),
     /// Read back recorded sessions: ls, show, messages (--follow).
-    #[command(subcommand)]
+    #[command(subcommand, visible_alias = "runs")]
     Sessions(sessions::SessionsCmd),
     /// Everything in flight (open sessions and other open entities), once
     /// or redrawn with --watch.
+    #[command(visible_alias = "mon")]
     Monitor(monitor::MonitorArgs),
     /// The status history of everything a run id names, as one timeline.
     Lifecycle(lifecycle::LifecycleArgs),
@@ -111,6 +114,12 @@ enum Command {
         /// The shell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+    /// Writes a man page per command into DIR (`cargo xtask man`).
+    #[command(name = "__man", hide = true)]
+    Man {
+        /// The directory to write `lionrt.1`, `lionrt-run.1`, ... into.
+        dir: PathBuf,
     },
     /// The scripted provider's leg: prints an NDJSON file on stdout.
     #[command(name = "__scripted-leg", hide = true)]
@@ -189,7 +198,10 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let cli = match Cli::try_parse() {
+    let parsed = examples::attach(<Cli as clap::CommandFactory>::command())
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         // `--help` and `--version` go through the checked writer too, so
         // a full disk or a closed pipe is an error, not a silent exit 0.
@@ -258,6 +270,7 @@ fn main() -> ExitCode {
             out::raw(&script);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Man { dir } => examples::man_pages(&dir),
         Command::ScriptedLeg { script } => run::scripted_leg(&script),
     };
     // A failed write of the output fails the command, whatever it decided.

@@ -30,6 +30,7 @@ pub(crate) enum McpCmd {
     /// tools and their reasons.
     ///
     /// Exit status: 0, or 2 when the config or a server could not be read.
+    #[command(visible_alias = "list")]
     Ls(CommonArgs),
     /// Connect to every configured server, list its tools and run each
     /// through admission: the CI check for an `.mcp.json`.

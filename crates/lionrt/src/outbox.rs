@@ -32,6 +32,7 @@ const EXIT_PARTIAL: u8 = 3;
 #[derive(Debug, Subcommand)]
 pub(crate) enum OutboxCmd {
     /// List outbox rows, oldest first.
+    #[command(visible_alias = "list")]
     Ls {
         /// Only rows in this status (pending, delivering, delivered, acked, dead_letter, expired).
         #[arg(long)]

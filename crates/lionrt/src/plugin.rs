@@ -30,8 +30,10 @@ pub(crate) struct PluginArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum PluginCmd {
     /// List discovered plugins with their trust state (untrusted, trusted, changed).
+    #[command(visible_alias = "ls")]
     List,
     /// Disclose everything a plugin declares: files and hashes, tools, every hook argv in full.
+    #[command(visible_alias = "info")]
     Show {
         /// Plugin name.
         name: String,

@@ -35,6 +35,7 @@ pub(crate) enum SandboxCmd {
         dir: Option<PathBuf>,
     },
     /// List the repository's sandboxes.
+    #[command(visible_alias = "list")]
     Ls {
         #[command(flatten)]
         repo: RepoArg,

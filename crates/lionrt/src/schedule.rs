@@ -25,8 +25,10 @@ pub(crate) enum ScheduleCmd {
     /// Define a schedule: one of --cron, --every or --at, and the run it starts.
     Create(Box<CreateArgs>),
     /// List the schedules with their next due instant.
+    #[command(visible_alias = "list")]
     Ls,
     /// Show one schedule's definition and state.
+    #[command(visible_alias = "get")]
     Show {
         /// Its name.
         name: String,

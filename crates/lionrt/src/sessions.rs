@@ -21,6 +21,7 @@ use crate::view::{self, paint};
 pub(crate) enum SessionsCmd {
     /// List sessions, newest first: id, status, provider, model, age,
     /// messages and tokens.
+    #[command(visible_alias = "list")]
     Ls {
         /// Only sessions in this status (e.g. running, completed, failed).
         #[arg(long, value_parser = session_status)]
