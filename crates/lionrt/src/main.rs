@@ -151,7 +151,8 @@ fn access(command: &Command) -> Option<dbpath::Access> {
         Command::Schedule(
             schedule::ScheduleCmd::Ls
             | schedule::ScheduleCmd::Show { .. }
-            | schedule::ScheduleCmd::Runs { .. },
+            | schedule::ScheduleCmd::Runs { .. }
+            | schedule::ScheduleCmd::Apply { dry_run: true, .. },
         ) => Read,
         Command::Schedule(schedule::ScheduleCmd::Validate { .. }) => return None,
         Command::Sessions(_) | Command::Monitor(_) | Command::Lifecycle(_) => Read,
@@ -167,6 +168,7 @@ fn access(command: &Command) -> Option<dbpath::Access> {
         | Command::Plugin(_)
         | Command::Doctor(_)
         | Command::Completions { .. }
+        | Command::Man { .. }
         | Command::ScriptedLeg { .. } => return None,
     })
 }
@@ -182,6 +184,7 @@ fn reads_through_the_store(command: &Command) -> bool {
                 schedule::ScheduleCmd::Ls
                     | schedule::ScheduleCmd::Show { .. }
                     | schedule::ScheduleCmd::Runs { .. }
+                    | schedule::ScheduleCmd::Apply { dry_run: true, .. }
             )
     )
 }
