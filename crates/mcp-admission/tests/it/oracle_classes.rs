@@ -488,3 +488,31 @@ fn a_pattern_python_raises_on_is_refused() {
         );
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Numbers f64 cannot hold, anywhere in a record's schema: the record
+    /// is judged, and gets the verdict of the same record with an ordinary
+    /// number of the same kind there (no verdict reads a number's value).
+    #[test]
+    fn a_number_f64_cannot_hold_is_judged_as_any_number(
+        big in prop::sample::select(vec!["1e400", "-1e400", "1E+999", "-2.5e1000"]),
+        at in prop::sample::select(vec![
+            r#"{"type": "object", "properties": {"cmd": {"type": "string", "default": N}}}"#,
+            r#"{"type": "object", "properties": {"q": {"enum": [N, "a"]}}, "additionalProperties": false}"#,
+            r#"{"type": "object", "maxProperties": N, "properties": {"args": {"type": "array", "items": {"type": "integer", "maximum": N}}}}"#,
+            r#"{"type": "object", "properties": {"x": N}}"#,
+            r#"{"type": ["object", N], "properties": {}, "additionalProperties": false}"#,
+            r#"{"type": "object", "x-meta": [N, {"n": N}], "properties": {"code": {"type": "string"}}}"#,
+        ]),
+        name in prop::sample::select(vec!["tool", "bash", "worker"]),
+    ) {
+        let record = |n: &str| format!(r#"{{"name": "{name}", "inputSchema": {}}}"#, at.replace('N', n)) + "\n";
+        let got = check_text(&record(big));
+        let want = check_text(&record("1.5"));
+        prop_assert_eq!(got.len(), 1);
+        prop_assert_eq!(&got[0].error, &None);
+        prop_assert_eq!(got[0].reason, want[0].reason);
+    }
+}
