@@ -36,7 +36,7 @@ pub use model::{Micros, MissedFire, PROVIDERS, RunRequest, ScheduleSpec, Trigger
 pub use pg::{PgSchedules, TICK_LOCK};
 pub use sqlite::Schedules;
 pub use store::{
-    ApplyReport, Claim, RunStart, Schedule, ScheduleRun, ScheduleStore, keep_unlisted, parse_set,
-    preview_apply,
+    ApplyReport, Claim, FireKind, Fired, MissedRow, RunStart, Schedule, ScheduleRun, ScheduleStore,
+    keep_unlisted, parse_set, preview_apply,
 };
 pub use tick::{PreambleReport, Scheduler, SchedulerConfig, TickHook, TickReport, scheduler_actor};

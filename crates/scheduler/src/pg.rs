@@ -27,7 +27,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, OnceLock, mpsc};
 
-use lifecycle_core::{Actor, InitialCommand, OutcomeKind};
+use lifecycle_core::{Actor, OutcomeKind};
 use postgres::GenericClient;
 use postgres::types::ToSql;
 use state_postgres::{PgStore, TickLock};
@@ -36,8 +36,9 @@ use tokio::runtime::RuntimeFlavor;
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec};
 use crate::store::{
-    ApplyReport, ApplyStep, CREATED, Claim, DELETED, RunStart, RunningRun, Schedule, ScheduleRun,
-    ScheduleStore, check_create, decode, enable_change, end_command, initial_status, new_id,
+    ApplyReport, ApplyStep, CREATED, Claim, DELETED, FireKind, Fired, MissedRow, RunStart,
+    RunningRun, Schedule, ScheduleRun, ScheduleStore, StartRow, check_create, decode,
+    enable_change, end_command, initial_row, initial_status, missed_row, new_id, overlap_row,
     plan_apply, run_reason, start_row, to_json, validate_set,
 };
 
@@ -306,21 +307,98 @@ impl ScheduleStore for PgSchedules {
         self.call(move |c| count_running(&mut *c.conn()?, &schedule_id))
     }
 
-    fn advance(
-        &self,
-        id: &str,
-        from: Option<Micros>,
-        next: Option<Micros>,
-        fired_at: Option<Micros>,
-    ) -> Result<bool, Error> {
-        let id = id.to_owned();
+    fn fire(&self, start: &RunStart, kind: FireKind, actor: &Actor) -> Result<Fired, Error> {
+        let registry = self.ctx.store.registry();
+        let running_row = start_row(registry, start, actor)?;
+        // The overlap row's metadata names the count: it is decided in the
+        // transaction.
+        let start = start.clone();
+        let actor = actor.clone();
         self.call(move |c| {
-            let n = c.conn()?.execute(
-                "UPDATE schedules SET next_fire_at = $3, last_fire_at = coalesce($4, last_fire_at)
+            let mut conn = c.conn()?;
+            let mut tx = conn.transaction()?;
+            // The move locks the schedule's row (as the claim's FOR UPDATE
+            // does), so fires and claims on it from any host run one after
+            // the other; a concurrent move that won leaves this one
+            // matching no row.
+            let locked = match kind {
+                FireKind::Slot { next } => tx.execute(
+                    "UPDATE schedules SET next_fire_at = $3, last_fire_at = $4
+                     WHERE id = $1 AND next_fire_at IS NOT DISTINCT FROM $2 AND status = 'enabled'",
+                    &[&start.schedule_id, &start.due_at, &next, &start.fired_at],
+                )?,
+                FireKind::Trigger => tx
+                    .query_opt(
+                        "SELECT id FROM schedules WHERE id = $1 FOR UPDATE",
+                        &[&start.schedule_id],
+                    )?
+                    .map_or(0, |_| 1),
+            };
+            if locked != 1 {
+                return match kind {
+                    FireKind::Trigger => Err(Error::NotFound(start.schedule_id)),
+                    _ => Ok(Fired::Moved), // rolled back: nothing written
+                };
+            }
+            let running = count_running(&mut tx, &start.schedule_id)?;
+            let fired = if running < start.max_concurrent {
+                insert_run(
+                    &mut tx,
+                    &start,
+                    &running_row,
+                    (Some(&start.session_id), start.claimed_by.as_deref()),
+                    &actor,
+                )?;
+                Fired::Started
+            } else {
+                let row = overlap_row(c.store.registry(), &start, running, &actor)?;
+                insert_run(&mut tx, &start, &row, (None, None), &actor)?;
+                Fired::Skipped { running }
+            };
+            tx.commit()?;
+            Ok(fired)
+        })
+    }
+
+    fn record_missed(
+        &self,
+        schedule_id: &str,
+        from: Micros,
+        next: Option<Micros>,
+        missed: &[MissedRow],
+        detected_at: Micros,
+        actor: &Actor,
+    ) -> Result<bool, Error> {
+        let registry = self.ctx.store.registry();
+        let rows = missed
+            .iter()
+            .map(|m| missed_row(registry, m, actor).map(|row| (m.run_id.clone(), m.due_at, row)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let schedule_id = schedule_id.to_owned();
+        let actor = actor.clone();
+        self.call(move |c| {
+            let mut conn = c.conn()?;
+            let mut tx = conn.transaction()?;
+            let moved = tx.execute(
+                "UPDATE schedules SET next_fire_at = $3
                  WHERE id = $1 AND next_fire_at IS NOT DISTINCT FROM $2",
-                &[&id, &from, &next, &fired_at],
+                &[&schedule_id, &from, &next],
             )?;
-            Ok(n == 1)
+            if moved != 1 {
+                return Ok(false);
+            }
+            for (run_id, due_at, row) in &rows {
+                insert_row(
+                    &mut tx,
+                    run_id,
+                    row,
+                    (&schedule_id, *due_at, detected_at),
+                    (None, None),
+                    &actor,
+                )?;
+            }
+            tx.commit()?;
+            Ok(true)
         })
     }
 
@@ -347,41 +425,13 @@ impl ScheduleStore for PgSchedules {
             if running >= start.max_concurrent {
                 return Ok(Claim::Full { running }); // rolled back: nothing written
             }
-            let (code, summary, reason_json) = row.reason_columns();
-            let params: [&(dyn ToSql + Sync); 16] = [
-                &start.run_id,
-                &row.status,
-                &code,
-                &summary,
-                &reason_json,
-                &row.version,
-                &start.schedule_id,
-                &start.due_at,
-                &start.fired_at,
-                &start.session_id,
-                &row.reason.code,
-                &row.reason.summary,
-                &row.reason_json,
-                &actor.kind.as_str(),
-                &actor.id,
-                &start.claimed_by,
-            ];
-            let inserted = tx.query(
-                "WITH w AS (
-                   INSERT INTO schedule_runs (id, status, status_reason_code, status_reason_summary,
-                      status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id,
-                      leased_by)
-                   VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $16)
-                   ON CONFLICT (id) DO NOTHING RETURNING id)
-                 INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code,
-                    reason_summary, reason_json, actor_type, actor_id, override_json, created_at)
-                 SELECT 'schedule_run', w.id, NULL, $2, $11, $12, $13, $14, $15, NULL, $6 FROM w
-                 RETURNING id",
-                &params,
+            insert_run(
+                &mut tx,
+                &start,
+                &row,
+                (Some(&start.session_id), start.claimed_by.as_deref()),
+                &actor,
             )?;
-            if inserted.is_empty() {
-                return Err(Error::Exists(start.run_id));
-            }
             tx.commit()?;
             Ok(Claim::Started)
         })
@@ -397,25 +447,28 @@ impl ScheduleStore for PgSchedules {
         detected_at: Micros,
         actor: &Actor,
     ) -> Result<(), Error> {
-        let cmd = InitialCommand {
-            entity_type: "schedule_run".into(),
-            entity_id: run_id.into(),
-            status: "skipped".into(),
-            reason: run_reason(reason, reason_json),
-            actor: actor.clone(),
-            patch: Default::default(),
-        };
+        let row = initial_row(
+            self.ctx.store.registry(),
+            run_id,
+            "skipped",
+            run_reason(reason, reason_json),
+            actor,
+        )?;
         let run_id = run_id.to_owned();
         let schedule_id = schedule_id.to_owned();
+        let actor = actor.clone();
         self.call(move |c| {
-            let out = c.store.create(&cmd)?;
-            if out.result != OutcomeKind::Applied {
-                return Err(Error::Exists(run_id));
-            }
-            c.conn()?.execute(
-                "UPDATE schedule_runs SET schedule_id = $2, due_at = $3, detected_at = $4 WHERE id = $1",
-                &[&run_id, &schedule_id, &due_at, &detected_at],
+            let mut conn = c.conn()?;
+            let mut tx = conn.transaction()?;
+            insert_row(
+                &mut tx,
+                &run_id,
+                &row,
+                (&schedule_id, due_at, detected_at),
+                (None, None),
+                &actor,
             )?;
+            tx.commit()?;
             Ok(())
         })
     }
@@ -575,5 +628,73 @@ fn history(
          VALUES ('schedule', $1, $2, $3, $4, '{}', $5, $6, $7)",
         &params,
     )?;
+    Ok(())
+}
+
+/// A fire's new row (its session and claimer in `by`).
+fn insert_run(
+    tx: &mut impl GenericClient,
+    start: &RunStart,
+    row: &StartRow,
+    by: (Option<&str>, Option<&str>),
+    actor: &Actor,
+) -> Result<(), Error> {
+    insert_row(
+        tx,
+        &start.run_id,
+        row,
+        (&start.schedule_id, start.due_at, start.fired_at),
+        by,
+        actor,
+    )
+}
+
+/// Inserts one schedule_runs row decided as `row` (its schedule, due and
+/// detected instants in `at`, its session and claimer in `by`) and its
+/// history row, in one statement; [`Error::Exists`] when the id is taken.
+fn insert_row(
+    tx: &mut impl GenericClient,
+    run_id: &str,
+    row: &StartRow,
+    at: (&str, Micros, Micros),
+    by: (Option<&str>, Option<&str>),
+    actor: &Actor,
+) -> Result<(), Error> {
+    let (code, summary, reason_json) = row.reason_columns();
+    let kind = actor.kind.as_str();
+    let params: [&(dyn ToSql + Sync); 16] = [
+        &run_id,
+        &row.status,
+        &code,
+        &summary,
+        &reason_json,
+        &row.version,
+        &at.0,
+        &at.1,
+        &at.2,
+        &by.0,
+        &row.reason.code,
+        &row.reason.summary,
+        &row.reason_json,
+        &kind,
+        &actor.id,
+        &by.1,
+    ];
+    let inserted = tx.query(
+        "WITH w AS (
+           INSERT INTO schedule_runs (id, status, status_reason_code, status_reason_summary,
+              status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id,
+              leased_by)
+           VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $16)
+           ON CONFLICT (id) DO NOTHING RETURNING id)
+         INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code,
+            reason_summary, reason_json, actor_type, actor_id, override_json, created_at)
+         SELECT 'schedule_run', w.id, NULL, $2, $11, $12, $13, $14, $15, NULL, $6 FROM w
+         RETURNING id",
+        &params,
+    )?;
+    if inserted.is_empty() {
+        return Err(Error::Exists(run_id.to_owned()));
+    }
     Ok(())
 }

@@ -10,7 +10,7 @@
 //! are created, and every run is ended, through the lifecycle store
 //! (`Store::create` / `Store::transition`).
 
-use lifecycle_core::{Actor, InitialCommand, OutcomeKind};
+use lifecycle_core::{Actor, OutcomeKind};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::json;
 use state_sqlite::Store;
@@ -18,8 +18,9 @@ use state_sqlite::Store;
 use crate::error::Error;
 use crate::model::{Micros, ScheduleSpec};
 use crate::store::{
-    ApplyReport, ApplyStep, CREATED, Claim, DELETED, RunStart, RunningRun, Schedule, ScheduleRun,
-    ScheduleStore, check_create, decode, enable_change, end_command, initial_status, new_id,
+    ApplyReport, ApplyStep, CREATED, Claim, DELETED, FireKind, Fired, MissedRow, RunStart,
+    RunningRun, Schedule, ScheduleRun, ScheduleStore, StartRow, check_create, decode,
+    enable_change, end_command, initial_row, initial_status, missed_row, new_id, overlap_row,
     plan_apply, run_reason, start_row, to_json, validate_set,
 };
 
@@ -182,20 +183,84 @@ impl ScheduleStore for Schedules {
         Ok(conn.query_row(COUNT_RUNNING, [schedule_id], |r| r.get(0))?)
     }
 
-    fn advance(
+    fn fire(&self, start: &RunStart, kind: FireKind, actor: &Actor) -> Result<Fired, Error> {
+        let registry = self.store.registry();
+        let running_row = start_row(registry, start, actor)?;
+        let mut conn = self.conn()?;
+        // IMMEDIATE: the write lock is taken before the move and the count,
+        // so no other writer (another fire or claim, in any process) runs
+        // between them and the insert.
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if let FireKind::Slot { next } = kind {
+            let moved = tx.execute(
+                "UPDATE schedules SET next_fire_at = ?3, last_fire_at = ?4
+                 WHERE id = ?1 AND next_fire_at IS ?2 AND status = 'enabled'",
+                params![start.schedule_id, start.due_at, next, start.fired_at],
+            )?;
+            if moved != 1 {
+                return Ok(Fired::Moved); // rolled back: nothing written
+            }
+        }
+        let running: u32 = tx.query_row(COUNT_RUNNING, [&start.schedule_id], |r| r.get(0))?;
+        let fired = if running < start.max_concurrent {
+            let new = NewRun {
+                start,
+                row: &running_row,
+                session_id: Some(&start.session_id),
+                claimed_by: start.claimed_by.as_deref(),
+            };
+            insert_run(&tx, &new, actor)?;
+            Fired::Started
+        } else {
+            let row = overlap_row(registry, start, running, actor)?;
+            let new = NewRun {
+                start,
+                row: &row,
+                session_id: None,
+                claimed_by: None,
+            };
+            insert_run(&tx, &new, actor)?;
+            Fired::Skipped { running }
+        };
+        tx.commit()?;
+        Ok(fired)
+    }
+
+    fn record_missed(
         &self,
-        id: &str,
-        from: Option<Micros>,
+        schedule_id: &str,
+        from: Micros,
         next: Option<Micros>,
-        fired_at: Option<Micros>,
+        missed: &[MissedRow],
+        detected_at: Micros,
+        actor: &Actor,
     ) -> Result<bool, Error> {
-        let conn = self.conn()?;
-        let n = conn.execute(
-            "UPDATE schedules SET next_fire_at = ?3, last_fire_at = coalesce(?4, last_fire_at)
-             WHERE id = ?1 AND next_fire_at IS ?2",
-            params![id, from, next, fired_at],
+        let registry = self.store.registry();
+        let rows = missed
+            .iter()
+            .map(|m| missed_row(registry, m, actor))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let moved = tx.execute(
+            "UPDATE schedules SET next_fire_at = ?3 WHERE id = ?1 AND next_fire_at IS ?2",
+            params![schedule_id, from, next],
         )?;
-        Ok(n == 1)
+        if moved != 1 {
+            return Ok(false);
+        }
+        for (m, row) in missed.iter().zip(&rows) {
+            insert_row(
+                &tx,
+                &m.run_id,
+                row,
+                (schedule_id, m.due_at, detected_at),
+                (None, None),
+                actor,
+            )?;
+        }
+        tx.commit()?;
+        Ok(true)
     }
 
     fn claim_run(&self, start: &RunStart, actor: &Actor) -> Result<Claim, Error> {
@@ -209,44 +274,13 @@ impl ScheduleStore for Schedules {
         if running >= start.max_concurrent {
             return Ok(Claim::Full { running }); // rolled back: nothing written
         }
-        let (code, summary, reason_json) = row.reason_columns();
-        let inserted = tx.execute(
-            "INSERT OR IGNORE INTO schedule_runs (id, status, status_reason_code, status_reason_summary,
-                status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id,
-                leased_by)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                start.run_id,
-                row.status,
-                code,
-                summary,
-                reason_json,
-                row.version,
-                start.schedule_id,
-                start.due_at,
-                start.fired_at,
-                start.session_id,
-                start.claimed_by
-            ],
-        )?;
-        if inserted != 1 {
-            return Err(Error::Exists(start.run_id.clone()));
-        }
-        tx.execute(
-            "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code,
-                reason_summary, reason_json, actor_type, actor_id, override_json, created_at)
-             VALUES ('schedule_run', ?1, NULL, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8)",
-            params![
-                start.run_id,
-                row.status,
-                row.reason.code,
-                row.reason.summary,
-                row.reason_json,
-                actor.kind.as_str(),
-                actor.id,
-                row.version
-            ],
-        )?;
+        let new = NewRun {
+            start,
+            row: &row,
+            session_id: Some(&start.session_id),
+            claimed_by: start.claimed_by.as_deref(),
+        };
+        insert_run(&tx, &new, actor)?;
         tx.commit()?;
         Ok(Claim::Started)
     }
@@ -261,21 +295,24 @@ impl ScheduleStore for Schedules {
         detected_at: Micros,
         actor: &Actor,
     ) -> Result<(), Error> {
-        let out = self.store.create(&InitialCommand {
-            entity_type: "schedule_run".into(),
-            entity_id: run_id.into(),
-            status: "skipped".into(),
-            reason: run_reason(reason, reason_json),
-            actor: actor.clone(),
-            patch: Default::default(),
-        })?;
-        if out.result != OutcomeKind::Applied {
-            return Err(Error::Exists(run_id.to_owned()));
-        }
-        self.conn()?.execute(
-            "UPDATE schedule_runs SET schedule_id = ?2, due_at = ?3, detected_at = ?4 WHERE id = ?1",
-            params![run_id, schedule_id, due_at, detected_at],
+        let row = initial_row(
+            self.store.registry(),
+            run_id,
+            "skipped",
+            run_reason(reason, reason_json),
+            actor,
         )?;
+        let mut conn = self.conn()?;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        insert_row(
+            &tx,
+            run_id,
+            &row,
+            (schedule_id, due_at, detected_at),
+            (None, None),
+            actor,
+        )?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -408,6 +445,78 @@ fn history(
             actor.kind.as_str(),
             actor.id,
             now
+        ],
+    )?;
+    Ok(())
+}
+
+/// A fire's new row.
+struct NewRun<'a> {
+    start: &'a RunStart,
+    row: &'a StartRow,
+    session_id: Option<&'a str>,
+    claimed_by: Option<&'a str>,
+}
+
+fn insert_run(tx: &Connection, new: &NewRun<'_>, actor: &Actor) -> Result<(), Error> {
+    let s = new.start;
+    insert_row(
+        tx,
+        &s.run_id,
+        new.row,
+        (&s.schedule_id, s.due_at, s.fired_at),
+        (new.session_id, new.claimed_by),
+        actor,
+    )
+}
+
+/// Inserts one schedule_runs row decided as `row` (its schedule, due and
+/// detected instants in `at`, its session and claimer in `by`) and its
+/// history row; [`Error::Exists`] when the id is taken.
+fn insert_row(
+    tx: &Connection,
+    run_id: &str,
+    row: &StartRow,
+    at: (&str, Micros, Micros),
+    by: (Option<&str>, Option<&str>),
+    actor: &Actor,
+) -> Result<(), Error> {
+    let (code, summary, reason_json) = row.reason_columns();
+    let inserted = tx.execute(
+        "INSERT OR IGNORE INTO schedule_runs (id, status, status_reason_code, status_reason_summary,
+            status_reason_json, created_at, updated_at, schedule_id, due_at, detected_at, session_id,
+            leased_by)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            run_id,
+            row.status,
+            code,
+            summary,
+            reason_json,
+            row.version,
+            at.0,
+            at.1,
+            at.2,
+            by.0,
+            by.1
+        ],
+    )?;
+    if inserted != 1 {
+        return Err(Error::Exists(run_id.to_owned()));
+    }
+    tx.execute(
+        "INSERT INTO status_transitions (entity_type, entity_id, from_status, to_status, reason_code,
+            reason_summary, reason_json, actor_type, actor_id, override_json, created_at)
+         VALUES ('schedule_run', ?1, NULL, ?2, ?3, ?4, ?5, ?6, ?7, NULL, ?8)",
+        params![
+            run_id,
+            row.status,
+            row.reason.code,
+            row.reason.summary,
+            row.reason_json,
+            actor.kind.as_str(),
+            actor.id,
+            row.version
         ],
     )?;
     Ok(())

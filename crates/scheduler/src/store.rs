@@ -110,6 +110,50 @@ pub enum Claim {
     },
 }
 
+/// Which fire [`ScheduleStore::fire`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FireKind {
+    /// A due slot: the schedule moves from the slot ([`RunStart::due_at`])
+    /// to `next` in the same transaction as the slot's row, guarded on the
+    /// slot (a schedule no longer enabled at that slot writes nothing).
+    Slot {
+        /// The next due instant (none: a spent one-shot).
+        next: Option<Micros>,
+    },
+    /// A fire by hand (`trigger`): no slot, the schedule is not moved.
+    Trigger,
+}
+
+/// What [`ScheduleStore::fire`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fired {
+    /// The run is recorded `running`.
+    Started,
+    /// The cap's worth of runs was `running` (this many, as counted inside
+    /// the fire's transaction): the row is recorded `skipped` with
+    /// `schedule.skipped.overlap`.
+    Skipped {
+        /// The runs counted `running`.
+        running: u32,
+    },
+    /// The schedule no longer stood at the slot (changed, disabled,
+    /// deleted, or fired by another process): nothing was written.
+    Moved,
+}
+
+/// One missed fire's row ([`ScheduleStore::record_missed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MissedRow {
+    /// The row's id.
+    pub run_id: String,
+    /// The instant it was due.
+    pub due_at: Micros,
+    /// Its reason's metadata.
+    pub reason_json: serde_json::Value,
+}
+
 /// Where schedules and their runs live. Definitions change in one
 /// transaction each (`apply`: one for the whole set), every status change
 /// with its `status_transitions` row; a run starts by [`Self::claim_run`]
@@ -154,14 +198,32 @@ pub trait ScheduleStore: Send + Sync + std::fmt::Debug {
     /// How many runs of `schedule_id` are `running`.
     fn running_count(&self, schedule_id: &str) -> Result<u32, Error>;
 
-    /// Moves the schedule to its next due instant (guarded on the one it
-    /// had, so a concurrent edit wins) and stamps its last fire.
-    fn advance(
+    /// Fires once, as ONE transaction: for a [`FireKind::Slot`] the
+    /// schedule first moves from the slot to its next due instant (guarded
+    /// on the slot and on `enabled`: otherwise nothing is written,
+    /// [`Fired::Moved`]) and stamps its last fire; then, under the cap
+    /// (counted as in [`Self::claim_run`]), the fire's row is written
+    /// `running` ([`Fired::Started`]), else `skipped` with
+    /// `schedule.skipped.overlap` ([`Fired::Skipped`]), each with its
+    /// history row and its due/detected instants. A process killed at any
+    /// instant leaves the slot either where it was with no row, or moved
+    /// with exactly its one row.
+    fn fire(&self, start: &RunStart, kind: FireKind, actor: &Actor) -> Result<Fired, Error>;
+
+    /// Records the missed fires of a schedule standing at `from`, as ONE
+    /// transaction: the schedule moves to `next` (guarded on `from`:
+    /// `false`, nothing written, when it no longer stands there) and every
+    /// row of `missed` is written `skipped` with
+    /// `schedule.skipped.missed_fire`, detected at `detected_at`.
+    #[allow(clippy::too_many_arguments, reason = "one move and its rows")]
+    fn record_missed(
         &self,
-        id: &str,
-        from: Option<Micros>,
+        schedule_id: &str,
+        from: Micros,
         next: Option<Micros>,
-        fired_at: Option<Micros>,
+        missed: &[MissedRow],
+        detected_at: Micros,
+        actor: &Actor,
     ) -> Result<bool, Error>;
 
     /// Starts a run under its schedule's concurrency cap, as ONE atomic
@@ -176,8 +238,8 @@ pub trait ScheduleStore: Send + Sync + std::fmt::Debug {
     /// becomes `running`.
     fn claim_run(&self, start: &RunStart, actor: &Actor) -> Result<Claim, Error>;
 
-    /// Records a `skipped` run row (with `reason`) through the lifecycle
-    /// store, then its due/detected instants.
+    /// Records a `skipped` run row (with `reason`), its history row and its
+    /// due/detected instants in one transaction.
     #[allow(clippy::too_many_arguments, reason = "one row's columns")]
     fn record_skip(
         &self,
@@ -499,11 +561,29 @@ pub(crate) fn start_row(
     start: &RunStart,
     actor: &Actor,
 ) -> Result<StartRow, Error> {
+    initial_row(
+        registry,
+        &start.run_id,
+        "running",
+        Reason::new(ScheduleReasons::FIRED_DUE),
+        actor,
+    )
+}
+
+/// Decides a new schedule_run row in `status` with `reason` under
+/// `registry`'s policy (as the lifecycle store's `create` would).
+pub(crate) fn initial_row(
+    registry: &PolicyRegistry,
+    run_id: &str,
+    status: &str,
+    reason: Reason,
+    actor: &Actor,
+) -> Result<StartRow, Error> {
     let cmd = InitialCommand {
         entity_type: "schedule_run".into(),
-        entity_id: start.run_id.clone(),
-        status: "running".into(),
-        reason: Reason::new(ScheduleReasons::FIRED_DUE),
+        entity_id: run_id.to_owned(),
+        status: status.to_owned(),
+        reason,
         actor: actor.clone(),
         patch: Default::default(),
     };
@@ -524,7 +604,41 @@ pub(crate) fn start_row(
             })
         }
         other => Err(Error::Rule(CoreError::InvalidPolicy(format!(
-            "starting a schedule run: unexpected decision {other:?}"
+            "writing a {status} schedule run: unexpected decision {other:?}"
         )))),
     }
+}
+
+/// The row of a fire refused by the cap.
+pub(crate) fn overlap_row(
+    registry: &PolicyRegistry,
+    start: &RunStart,
+    running: u32,
+    actor: &Actor,
+) -> Result<StartRow, Error> {
+    initial_row(
+        registry,
+        &start.run_id,
+        "skipped",
+        run_reason(
+            ScheduleReasons::SKIPPED_OVERLAP,
+            json!({"running": running, "max_concurrent": start.max_concurrent}),
+        ),
+        actor,
+    )
+}
+
+/// The row of a missed fire.
+pub(crate) fn missed_row(
+    registry: &PolicyRegistry,
+    m: &MissedRow,
+    actor: &Actor,
+) -> Result<StartRow, Error> {
+    initial_row(
+        registry,
+        &m.run_id,
+        "skipped",
+        run_reason(ScheduleReasons::SKIPPED_MISSED_FIRE, m.reason_json.clone()),
+        actor,
+    )
 }

@@ -8,7 +8,6 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use lifecycle_core::reasons::ScheduleReasons;
 use lifecycle_core::{Actor, ActorType};
 use serde::Serialize;
 use serde_json::json;
@@ -20,7 +19,7 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::launch::{Fire, Launcher};
 use crate::model::{Micros, MissedFire};
-use crate::store::{Claim, RunStart, Schedule, ScheduleStore};
+use crate::store::{FireKind, Fired, MissedRow, RunStart, Schedule, ScheduleStore};
 
 /// A suffix that makes a fire's run and session ids unique: this process
 /// and a sequence number within it.
@@ -226,10 +225,9 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             let cutoff = now - config.missed_tolerance - 1;
             let (missed, more) = s.spec.due_between(first, cutoff, config.missed_rows_cap)?;
             let Some(&last) = missed.last() else { continue };
-            let next = s.spec.next_after(last, now)?;
-            if !schedules.advance(&s.id, Some(first), next, None)? {
-                continue;
-            }
+            // The first instant past the missed ones: one within the
+            // tolerance is a fire, the first tick's (not skipped over).
+            let next = s.spec.next_after(last, cutoff)?;
             // The rest is counted, not written, and the count itself is
             // bounded (a 1 s cron down for a year would be 31 M steps).
             let (rest, rest_capped) = if more {
@@ -238,21 +236,26 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             } else {
                 (0, false)
             };
-            for (i, due) in missed.iter().enumerate() {
-                let mut meta = json!({"due_at": due, "policy": "skip"});
-                if i + 1 == missed.len() && rest > 0 {
-                    meta["more"] = json!(rest);
-                    meta["more_is_lower_bound"] = json!(rest_capped);
-                }
-                schedules.record_skip(
-                    &format!("sr-{}-{due}-missed", s.id),
-                    &s.id,
-                    ScheduleReasons::SKIPPED_MISSED_FIRE,
-                    meta,
-                    *due,
-                    now,
-                    &actor,
-                )?;
+            let rows: Vec<MissedRow> = missed
+                .iter()
+                .enumerate()
+                .map(|(i, due)| {
+                    let mut meta = json!({"due_at": due, "policy": "skip"});
+                    if i + 1 == missed.len() && rest > 0 {
+                        meta["more"] = json!(rest);
+                        meta["more_is_lower_bound"] = json!(rest_capped);
+                    }
+                    MissedRow {
+                        run_id: format!("sr-{}-{due}-missed", s.id),
+                        due_at: *due,
+                        reason_json: meta,
+                    }
+                })
+                .collect();
+            // The move and its rows are one transaction: a kill leaves
+            // both or neither.
+            if !schedules.record_missed(&s.id, first, next, &rows, now, &actor)? {
+                continue;
             }
             tracing::info!(schedule = %s.spec.name, missed = missed.len() + rest, "missed fires recorded");
             report
@@ -339,10 +342,9 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         for s in self.schedules.due(now)? {
             let Some(due) = s.next_fire_at else { continue };
             let next = s.spec.next_after(due, now)?;
-            if !self.schedules.advance(&s.id, Some(due), next, Some(now))? {
-                continue; // changed under us: the next tick sees the new row
-            }
-            self.fire(&s, due, now, &mut report)?;
+            // The slot's move and its row are one transaction; `Moved`:
+            // changed under us, the next tick sees the new row.
+            self.fire(&s, due, now, FireKind::Slot { next }, &mut report)?;
         }
         self.drive_hooks(now, &mut report);
         Ok(report)
@@ -397,7 +399,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             .ok_or_else(|| Error::NotFound(name.to_owned()))?;
         let now = self.clock.now();
         let mut report = TickReport::default();
-        self.fire(&s, now, now, &mut report)?;
+        self.fire(&s, now, now, FireKind::Trigger, &mut report)?;
         Ok(report)
     }
 
@@ -406,6 +408,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
         s: &Schedule,
         due: Micros,
         now: Micros,
+        kind: FireKind,
         report: &mut TickReport,
     ) -> Result<(), Error> {
         // Unique per fire even when two fires of one schedule share the
@@ -422,20 +425,16 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
             session_id: session_id.clone(),
             claimed_by: Some(self.claimer.clone()),
         };
-        // The count and the insert are one atomic claim: however the ticks,
-        // triggers and processes interleave, the cap holds.
-        if let Claim::Full { running } = self.schedules.claim_run(&start, &self.actor)? {
-            self.schedules.record_skip(
-                &run_id,
-                &s.id,
-                ScheduleReasons::SKIPPED_OVERLAP,
-                json!({"running": running, "max_concurrent": s.spec.max_concurrent}),
-                due,
-                now,
-                &self.actor,
-            )?;
-            report.skipped_overlap.push(run_id);
-            return Ok(());
+        // The move, the count and the insert are one transaction: however
+        // the ticks, triggers and processes interleave, the cap holds, and a
+        // kill leaves the slot with its one row or untouched.
+        match self.schedules.fire(&start, kind, &self.actor)? {
+            Fired::Started => {}
+            Fired::Skipped { .. } => {
+                report.skipped_overlap.push(run_id);
+                return Ok(());
+            }
+            _ => return Ok(()),
         }
         let fire = Fire {
             run_id: run_id.clone(),

@@ -115,6 +115,51 @@ fn a_concurrency_cap_of_two_allows_two_running_runs_before_skipping() {
 }
 
 #[test]
+fn a_slot_within_the_tolerance_after_missed_ones_is_fired_not_lost() {
+    // contract: LC-043
+    let env = Env::new();
+    env.open_gate();
+    let schedules = env.schedules();
+    let s = schedules
+        .create(&interval("tol", 10, env.dir.path()), T0)
+        .expect("create");
+    // Down from T0 to T0+30.5 s: T0+10 and T0+20 are missed, T0+30 is
+    // within the tolerance (1 s): the first tick's fire.
+    let clock = Arc::new(ManualClock::new(T0 + 30_500_000));
+    runtime().block_on(async {
+        let (mut sched, pre) = Scheduler::start(
+            schedules.clone(),
+            Arc::clone(&clock),
+            env.launcher(),
+            SchedulerConfig::default(),
+        )
+        .expect("start");
+        assert_eq!(pre.missed, [("tol".to_owned(), 2)]);
+        let t = sched.tick().expect("tick");
+        assert_eq!(t.fired.len(), 1, "{t:?}");
+        sched.wait_idle().await;
+        let rows = schedules.runs(Some("tol"), 10).expect("runs");
+        let mut slots: Vec<(i64, String)> = rows
+            .iter()
+            .map(|r| (r.due_at.expect("due"), r.reason.clone().unwrap_or_default()))
+            .collect();
+        slots.sort();
+        assert_eq!(
+            slots,
+            [
+                (T0 + 10_000_000, "schedule.skipped.missed_fire".to_owned()),
+                (T0 + 20_000_000, "schedule.skipped.missed_fire".to_owned()),
+                (T0 + 30_000_000, "run.completed.ok".to_owned()),
+            ]
+        );
+        let stored = schedules.get("tol").expect("get").expect("schedule");
+        assert_eq!(stored.id, s.id);
+        assert_eq!(stored.next_fire_at, Some(T0 + 40_000_000));
+        sched.shutdown().await;
+    });
+}
+
+#[test]
 fn missed_fires_are_detected_once_at_start_stamped_at_detection() {
     // contract: LC-043
     // contract: LC-044

@@ -7,6 +7,7 @@ mod apply;
 mod cap;
 mod common;
 mod daemon;
+mod kill;
 mod model;
 mod pg;
 mod recheck;
