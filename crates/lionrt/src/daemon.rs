@@ -2,9 +2,11 @@
 //! state file, or a PostgreSQL database (`--db postgres://…`) that daemons on
 //! many hosts may share.
 //!
-//! Start: take the tick lock (SQLite: `<db>.scheduler.lock`; PostgreSQL: the
-//! schema's advisory lock, checked again before every tick) so a second
-//! daemon on the same database exits with an error, run the runner's orphan
+//! Start: take the tick lock (SQLite: a `flock` on the state file itself, so
+//! it belongs to the file whatever path, symlink or hard link reaches it;
+//! PostgreSQL: the schema's advisory lock, checked again before every tick)
+//! so a second daemon on the same database exits with an error, run the
+//! runner's orphan
 //! sweep
 //! (sessions of a killed daemon end `failed`, their legs' groups are
 //! signalled under the evidence rule), then the scheduler's preamble once
@@ -237,7 +239,7 @@ fn print_tick(json: bool, r: &TickReport) {
 
 /// The held tick lock.
 enum Held {
-    /// The lock file next to the state file.
+    /// The state file's lock.
     File(#[allow(dead_code, reason = "held until dropped")] TickLock),
     /// The schema's advisory lock, on a connection of its own.
     Advisory(Box<state_postgres::TickLock>),

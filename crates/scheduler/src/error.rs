@@ -18,8 +18,9 @@ pub enum Error {
     /// A schedule with this name already exists.
     #[error("a schedule named {0:?} already exists")]
     Exists(String),
-    /// Another daemon holds the tick lock of this database.
-    #[error("another scheduler already ticks this database (lock file {0} is held)")]
+    /// Another daemon holds the tick lock of this database (whatever path
+    /// reached it).
+    #[error("another scheduler already ticks this database ({0}: its lock is held)")]
     Locked(String),
     /// Another daemon holds the PostgreSQL advisory tick lock of this
     /// schema (on any host).

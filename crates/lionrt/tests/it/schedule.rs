@@ -1485,3 +1485,49 @@ fn the_daemon_refuses_impossible_seconds() {
         );
     }
 }
+
+/// The tick lock belongs to the state file, whatever path reaches it: with
+/// a daemon ticking `dir/state.db`, a daemon started on a symlink to it, a
+/// hard link, a symlink to its directory, a `..` spelling or a relative
+/// path is refused; once the first is SIGKILLed, the next starts.
+#[test]
+fn a_second_daemon_reaching_the_database_by_another_path_is_refused_until_the_first_is_killed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let first = Daemon::start(db.as_os_str(), None, "60");
+    std::os::unix::fs::symlink("state.db", dir.path().join("link.db")).expect("symlink");
+    std::fs::create_dir(dir.path().join("sub")).expect("sub");
+    std::fs::hard_link(&db, dir.path().join("sub/hard.db")).expect("hard link");
+    let alias = dir.path().join("alias");
+    std::os::unix::fs::symlink(dir.path(), &alias).expect("symlink to the directory");
+    let refused = |out: std::process::Output, how: &str| {
+        assert!(!out.status.success(), "{how}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("another scheduler"),
+            "{how}: {out:?}"
+        );
+    };
+    for path in [
+        dir.path().join("link.db"),
+        dir.path().join("sub/hard.db"),
+        alias.join("state.db"),
+        dir.path().join("sub/../state.db"),
+    ] {
+        refused(
+            lionrt(&path, &["daemon", "--ticks", "1"]),
+            &path.display().to_string(),
+        );
+    }
+    let relative = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .args(["--db", "../link.db", "daemon", "--ticks", "1"])
+        .current_dir(dir.path().join("sub"))
+        .env_remove("LIONRT_DB")
+        .output()
+        .expect("run lionrt");
+    refused(relative, "../link.db from sub/");
+
+    // SIGKILL (the guard's drop): the dead daemon's lock is free.
+    drop(first);
+    let next = lionrt(&dir.path().join("link.db"), &["daemon", "--ticks", "1"]);
+    assert!(next.status.success(), "{next:?}");
+}

@@ -8,6 +8,7 @@ mod cap;
 mod common;
 mod daemon;
 mod kill;
+mod lock;
 mod model;
 mod pg;
 mod recheck;
