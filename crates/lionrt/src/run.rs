@@ -44,15 +44,22 @@ pub(crate) enum ProviderName {
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The provider to drive.
-    #[arg(long, value_enum, default_value = "scripted")]
-    provider: ProviderName,
+    /// The prompt, as li takes it: `lionrt run "fix the flaky test"` (the
+    /// same as --prompt).
+    #[arg(value_name = "PROMPT", conflicts_with = "prompt")]
+    prompt_arg: Option<String>,
+    /// The provider to drive (default: scripted, or the one a
+    /// `--model PROVIDER/MODEL` spec names).
+    #[arg(long, value_enum)]
+    provider: Option<ProviderName>,
     /// The prompt (required, except by the scripted provider, whose demo
     /// has one).
     #[arg(long)]
     prompt: Option<String>,
-    /// The model, as the provider names it.
-    #[arg(long)]
+    /// The model, as the provider names it, or li's PROVIDER/MODEL spec
+    /// (`claude/opus`, `claude-code/opus-4-7`, `codex/gpt-5`,
+    /// `gemini/gemini-3.1-pro`, `pi/openrouter/qwen/qwen3-coder`).
+    #[arg(long, short = 'm')]
     model: Option<String>,
     /// Effort: none, minimal, low, medium, high, xhigh, max or ultra (clamped per provider and model).
     #[arg(long)]
@@ -103,8 +110,12 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         None => std::env::current_dir().context("reading the current directory")?,
     };
     let effort = args.effort.as_deref().map(normalize_effort).transpose()?;
-    let provider = provider_choice(&args)?;
-    let prompt = prompt_of(args.provider, args.prompt.as_deref())?;
+    let (provider_name, model) = model_spec(args.provider, args.model.as_deref())?;
+    let provider = provider_choice(provider_name, &args)?;
+    let prompt = prompt_of(
+        provider_name,
+        args.prompt.as_deref().or(args.prompt_arg.as_deref()),
+    )?;
     let session = match &args.session {
         Some(id) => {
             check_session_id(id)?;
@@ -117,7 +128,7 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
     let notify =
         crate::notify_wiring::prepare(&args.notify, &workspace, Some(db.to_owned()), &session);
     let mut config = RunConfig::new(session, provider, &prompt, workspace);
-    config.model = args.model.clone();
+    config.model = model;
     config.effort = effort;
     config.sandbox = args.sandbox;
     // The binary is where configuration is read: the watchdog defaults from
@@ -129,10 +140,10 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         ActorType::Executor,
         format!("lionrt-{}", std::process::id()),
     );
-    crate::runopts::apply(db, args.provider, &args.agent, &mut config)?;
+    crate::runopts::apply(db, provider_name, &args.agent, &mut config)?;
     // Held until the run ends (Claude's owner-only MCP config directory);
     // its refusals become admin_events rows before the session starts.
-    let mcp = crate::mcp_forward::admit(args.provider, &args.mcp, &mut config, json)?;
+    let mcp = crate::mcp_forward::admit(provider_name, &args.mcp, &mut config, json)?;
     crate::progress::attach(&mut config, json, &args.live);
     match crate::pg::url(db) {
         Some(url) => {
@@ -250,8 +261,55 @@ where
     Ok(ExitCode::from(crate::progress::exit_code(&report)))
 }
 
-fn provider_choice(args: &RunArgs) -> Result<ProviderChoice> {
-    Ok(match args.provider {
+/// The provider names li's `PROVIDER/MODEL` specs use, beside lionrt's own.
+const PROVIDER_SPELLINGS: &[(&str, ProviderName)] = &[
+    ("scripted", ProviderName::Scripted),
+    ("claude", ProviderName::Claude),
+    ("claude-code", ProviderName::Claude),
+    ("codex", ProviderName::Codex),
+    ("gemini", ProviderName::Gemini),
+    ("gemini-cli", ProviderName::Gemini),
+    ("agy", ProviderName::Gemini),
+    ("pi", ProviderName::Pi),
+];
+
+/// The provider and model of a run: `--model PROVIDER/MODEL` (li's spec)
+/// names both, when its first segment is a provider; otherwise the model
+/// is passed on as the provider names it. A spec naming another provider
+/// than `--provider` is refused rather than guessed.
+fn model_spec(
+    provider: Option<ProviderName>,
+    model: Option<&str>,
+) -> Result<(ProviderName, Option<String>)> {
+    let spelled = model.and_then(|m| {
+        let (head, rest) = m.split_once('/')?;
+        let head = head.to_ascii_lowercase();
+        PROVIDER_SPELLINGS
+            .iter()
+            .find(|(name, _)| *name == head)
+            .map(|(_, p)| (*p, rest.trim()))
+    });
+    match (provider, spelled) {
+        (Some(given), Some((named, _))) if given != named => bail!(
+            "--model {:?} names another provider than --provider {}",
+            model.unwrap_or_default(),
+            label(given)
+        ),
+        (_, Some((named, rest))) => Ok((named, (!rest.is_empty()).then(|| rest.to_owned()))),
+        (given, None) => Ok((
+            given.unwrap_or(ProviderName::Scripted),
+            model.map(str::to_owned),
+        )),
+    }
+}
+
+fn label(provider: ProviderName) -> String {
+    clap::ValueEnum::to_possible_value(&provider)
+        .map_or_else(String::new, |v| v.get_name().to_owned())
+}
+
+fn provider_choice(provider: ProviderName, args: &RunArgs) -> Result<ProviderChoice> {
+    Ok(match provider {
         ProviderName::Scripted => {
             let text = match &args.script {
                 Some(path) => std::fs::read_to_string(path)
@@ -349,6 +407,45 @@ fn print_report(json: bool, report: &RunReport, history: &[lifecycle_core::Trans
         out::line(format!("error: {e}"));
     }
     crate::state::print_history(false, history);
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::{ProviderName as P, model_spec};
+
+    /// li's PROVIDER/MODEL specs pick the provider; a plain model or one
+    /// whose first segment is no provider is passed on; a spec naming
+    /// another provider than --provider is refused.
+    #[test]
+    fn model_specs_name_the_provider() {
+        let ok = |p, m: &str| model_spec(p, Some(m)).expect(m);
+        assert_eq!(ok(None, "claude/opus"), (P::Claude, Some("opus".into())));
+        assert_eq!(
+            ok(None, "claude-code/opus-4-7"),
+            (P::Claude, Some("opus-4-7".into()))
+        );
+        assert_eq!(ok(None, "Codex/gpt-5"), (P::Codex, Some("gpt-5".into())));
+        assert_eq!(
+            ok(None, "pi/openrouter/qwen/qwen3-coder"),
+            (P::Pi, Some("openrouter/qwen/qwen3-coder".into()))
+        );
+        assert_eq!(ok(None, "gemini/"), (P::Gemini, None));
+        assert_eq!(
+            ok(Some(P::Pi), "openrouter/qwen"),
+            (P::Pi, Some("openrouter/qwen".into()))
+        );
+        assert_eq!(
+            ok(Some(P::Claude), "sonnet"),
+            (P::Claude, Some("sonnet".into()))
+        );
+        assert_eq!(
+            ok(Some(P::Claude), "claude/opus"),
+            (P::Claude, Some("opus".into()))
+        );
+        assert_eq!(model_spec(None, None).expect("none"), (P::Scripted, None));
+        let e = model_spec(Some(P::Codex), Some("claude/opus")).expect_err("two providers");
+        assert!(format!("{e:#}").contains("another provider"), "{e:#}");
+    }
 }
 
 #[cfg(test)]

@@ -238,3 +238,75 @@ fn the_scripted_agent_cannot_write_outside_its_directory() {
     assert!(!dir.path().join("escaped.txt").exists());
     assert_eq!(to_statuses(&stdout_json(&out)), ["running", "failed"]);
 }
+
+/// li's habits on `run`: a positional prompt, and `-m PROVIDER/MODEL`
+/// naming the provider and the model.
+#[test]
+fn a_positional_prompt_and_a_provider_model_spec_are_taken_as_li_takes_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let ws = dir.path().to_str().expect("utf-8");
+    let out = crate::lionrt(
+        &db,
+        &[
+            "--json",
+            "run",
+            "-m",
+            "scripted/demo-model",
+            "--session",
+            "li-1",
+            "--workspace",
+            ws,
+            "fix the flaky test",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let shown = crate::stdout_json(&crate::lionrt(&db, &["--json", "sessions", "show", "li-1"]));
+    let text = shown.to_string();
+    assert!(
+        text.contains("demo-model"),
+        "the spec's model is recorded: {text}"
+    );
+    assert!(text.contains("scripted"), "{text}");
+    // A real provider takes the positional prompt as its prompt: it is not
+    // refused for want of --prompt (it fails later, with no claude on PATH).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "run",
+            "-m",
+            "claude/opus",
+            "--workspace",
+            ws,
+            "fix the flaky test",
+        ])
+        .env("PATH", "/nonexistent")
+        .env_remove("LIONRT_DB")
+        .output()
+        .expect("run lionrt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("needs --prompt"), "{stderr}");
+    // Two providers named at once are refused before anything starts.
+    let out = crate::lionrt(
+        &db,
+        &[
+            "run",
+            "--provider",
+            "codex",
+            "-m",
+            "claude/opus",
+            "--workspace",
+            ws,
+            "x",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another provider"),
+        "{out:?}"
+    );
+    // --prompt and a positional prompt together are refused.
+    let out = crate::lionrt(&db, &["run", "--prompt", "a", "b", "--workspace", ws]);
+    assert!(!out.status.success(), "{out:?}");
+}
