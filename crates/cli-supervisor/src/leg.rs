@@ -20,7 +20,8 @@ use crate::guard::{ChildState, GroupSignal, OsSignaller, SignalOutcome, signal_g
 use crate::ndjson::{Event, LineDecoder};
 use crate::pidfd::PidFd;
 use crate::proc::{ProcTable, ProcessTable, SpawnedProcess, observe_spawned};
-use crate::secrets::fill_declared_secrets;
+use crate::redact::{Redactor, looks_secret_name};
+use crate::secrets::{SecretResolution, fill_declared_secrets};
 use crate::sentinel::Sentinel;
 use crate::spawner::spawn_with_death_signal;
 use crate::spec::{LegSpec, StdinPolicy, Watchdogs};
@@ -76,6 +77,7 @@ pub struct Leg {
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stderr_task: Option<JoinHandle<()>>,
     stderr_tail_len: usize,
+    redactor: Redactor,
     decoder: LineDecoder,
     watchdogs: Watchdogs,
     spawned_at: Instant,
@@ -126,9 +128,10 @@ impl Leg {
         }
         // Secret filling happens once per spawn, here, before the child
         // exists: cancelling it leaves no leg behind.
-        let secrets =
+        let mut secrets =
             fill_declared_secrets(&spec.secret_lookup, std::mem::take(&mut spec.env)).await;
-        spec.env = secrets.env;
+        spec.env = std::mem::take(&mut secrets.env);
+        let redactor = leg_redactor(&spec, &secrets);
         let Some(program) = spec.argv.first() else {
             return Err(Error::EmptyArgv);
         };
@@ -205,6 +208,7 @@ impl Leg {
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             stderr_task: None,
             stderr_tail_len: spec.stderr_tail_len,
+            redactor,
             decoder: LineDecoder::new(spec.max_line_len, spec.line_format, READ_CHUNK),
             watchdogs,
             spawned_at: Instant::now(),
@@ -283,6 +287,15 @@ impl Leg {
         &self.secrets_resolved
     }
 
+    /// The values this leg's output is redacted against: the spec's
+    /// [`LegSpec::redact`], every value `secrets.lookup` put into (or found
+    /// already in) the child's environment, and every variable of that
+    /// environment whose name looks secret ([`looks_secret_name`]). A
+    /// caller applies it to anything it assembles from several events.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     /// The watchdogs in force for this leg.
     pub fn watchdogs(&self) -> Watchdogs {
         self.watchdogs
@@ -295,7 +308,8 @@ impl Leg {
 
     /// The last stderr bytes read so far (bounded by the spec's tail length).
     pub fn stderr_tail(&self) -> Vec<u8> {
-        snapshot(&self.stderr_tail)
+        self.redactor
+            .redact_tail(&snapshot(&self.stderr_tail), self.stderr_tail_len)
     }
 
     /// The next stdout event, or `None` at end of stdout.
@@ -305,7 +319,7 @@ impl Leg {
     pub async fn next_event(&mut self) -> Result<Option<Event>> {
         loop {
             if let Some(event) = self.decoder.next_event() {
-                return Ok(Some(event));
+                return Ok(Some(self.clean(event)));
             }
             let Some(stdout) = self.stdout.as_mut() else {
                 return Ok(None);
@@ -340,7 +354,7 @@ impl Leg {
             match read {
                 Ok(0) => {
                     self.stdout = None;
-                    return Ok(self.decoder.finish());
+                    return Ok(self.decoder.finish().map(|e| self.clean(e)));
                 }
                 Ok(n) => {
                     self.last_output = Some(Instant::now());
@@ -356,7 +370,35 @@ impl Leg {
     /// buffered. A consumer can take every event one read delivered and
     /// handle them as a batch before awaiting [`Leg::next_event`] again.
     pub fn next_buffered_event(&mut self) -> Option<Event> {
-        self.decoder.next_event()
+        self.decoder.next_event().map(|e| self.clean(e))
+    }
+
+    /// `event` redacted against [`Leg::redactor`]: every string of a
+    /// parsed value, and the text of a raw line (which is withheld, as an
+    /// [`Event::InvalidJson`], if a value spanned its JSON structure).
+    fn clean(&self, event: Event) -> Event {
+        if self.redactor.is_empty() {
+            return event;
+        }
+        match event {
+            Event::Json { line, mut value } => {
+                self.redactor.redact_value(&mut value);
+                Event::Json { line, value }
+            }
+            Event::RawJson { line, json } => match self.redactor.redact_json_text(&json) {
+                Some(std::borrow::Cow::Borrowed(_)) => Event::RawJson { line, json },
+                Some(std::borrow::Cow::Owned(clean)) => Event::RawJson {
+                    line,
+                    json: clean.into(),
+                },
+                None => Event::InvalidJson {
+                    line,
+                    error: "a secret value spanned the line's JSON structure; the line is withheld"
+                        .to_owned(),
+                },
+            },
+            other => other,
+        }
     }
 
     /// Waits for the leg to exit on its own, then ends anything still in its
@@ -395,7 +437,9 @@ impl Leg {
         }
         Ok(LegExit {
             status,
-            stderr_tail: snapshot(&self.stderr_tail),
+            stderr_tail: self
+                .redactor
+                .redact_tail(&snapshot(&self.stderr_tail), self.stderr_tail_len),
             record: self.record,
             teardown,
         })
@@ -554,7 +598,11 @@ impl Leg {
             return;
         };
         let tail = Arc::clone(&self.stderr_tail);
-        let limit = self.stderr_tail_len;
+        // Enough more than the tail that a value cut at the front of the
+        // buffer cannot reach the part returned (see `redact_tail`).
+        let limit = self
+            .stderr_tail_len
+            .saturating_add(self.redactor.longest().saturating_sub(1));
         self.stderr_task = Some(tokio::spawn(async move {
             let mut chunk = vec![0u8; 8 * 1024];
             loop {
@@ -641,6 +689,32 @@ impl WatchdogKind {
             Self::Idle(after) => Error::IdleTimeout { after },
         }
     }
+}
+
+/// The redactor of a leg: the spec's own values, every value the secret
+/// lookup put into the environment or found already set there, and every
+/// variable of the environment the child gets whose name looks secret.
+fn leg_redactor(spec: &LegSpec, secrets: &SecretResolution) -> Redactor {
+    let named = |name: &std::ffi::OsStr| {
+        let name = name.to_string_lossy();
+        looks_secret_name(&name)
+            || secrets.resolved.iter().any(|n| *n == name)
+            || secrets.already_set.iter().any(|n| *n == name)
+    };
+    let mut redactor = spec.redact.clone();
+    match &spec.env {
+        EnvPolicy::Explicit(env) => {
+            redactor.extend(env.iter().filter(|(k, _)| named(k)).map(|(_, v)| v));
+        }
+        EnvPolicy::Inherit => {
+            redactor.extend(
+                std::env::vars_os()
+                    .filter(|(k, _)| named(k))
+                    .map(|(_, v)| v),
+            );
+        }
+    }
+    redactor
 }
 
 fn snapshot(tail: &Mutex<VecDeque<u8>>) -> Vec<u8> {

@@ -133,6 +133,7 @@ mod leg;
 mod ndjson;
 mod pidfd;
 mod proc;
+mod redact;
 mod secrets;
 mod sentinel;
 mod spawner;
@@ -148,6 +149,7 @@ pub use guard::{
 pub use leg::{Leg, LegExit, Teardown};
 pub use ndjson::{Event, LineFormat};
 pub use proc::{GroupScan, ProcTable, ProcessTable, SpawnedProcess, observe_spawned};
+pub use redact::{MIN_REDACTABLE_LEN, REDACTED, Redactor, looks_secret_name};
 pub use secrets::{
     LookupConfig, SecretLookup, SecretResolution, SettingsFile, fill_declared_secrets,
     parse_secret_lookup, reason,

@@ -8,6 +8,7 @@ use crate::cgroup::ContainmentPolicy;
 use crate::env::{EnvPolicy, OnSpawn};
 use crate::error::Error;
 use crate::ndjson::LineFormat;
+use crate::redact::Redactor;
 use crate::secrets::LookupConfig;
 
 /// Everything needed to spawn one leg. Provider-neutral: a provider adapter
@@ -53,6 +54,12 @@ pub struct LegSpec {
     /// SIGKILL). `None` (the default): only the leader's parent-death
     /// signal covers a supervisor death, and descendants survive it.
     pub orphan_guard: Option<Duration>,
+    /// Values put into the child's environment or files that must never
+    /// come back out of it (a forwarded MCP server's env, say). The leg
+    /// adds the secrets it can see itself (see
+    /// [`Leg::redactor`](crate::Leg::redactor)) and redacts its stderr
+    /// tail and every stdout event against the whole set.
+    pub redact: Redactor,
 }
 
 impl Default for LegSpec {
@@ -73,6 +80,7 @@ impl Default for LegSpec {
             grace: Duration::from_secs(5),
             stderr_tail_len: 16 * 1024,
             orphan_guard: None,
+            redact: Redactor::new(),
         }
     }
 }

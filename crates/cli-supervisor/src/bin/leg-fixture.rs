@@ -10,6 +10,10 @@
 //! - `invalid`: `{not json`, then `{"ok":1}`.
 //! - `fail CODE`: a line, then stderr text, then exit CODE.
 //! - `env NAME...`: one line `{"NAME": value-or-null, ...}`.
+//! - `env-hash NAME...`: one line `{"NAME": FNV-1a-64-hex-or-null, ...}`
+//!   (proves a value reached the environment without echoing it).
+//! - `leak NAME...`: writes each variable's value to stdout (as a JSON
+//!   string, and inside an escaped JSON text) and to stderr, then exits 3.
 //! - `envcount`: one line `{"count": number-of-variables}`.
 //! - `stdin`: echoes each stdin line back wrapped as `{"echo": line}`.
 //! - `hang`: one line, then sleeps forever.
@@ -22,6 +26,13 @@
 
 use std::io::{BufRead, Write};
 use std::time::Duration;
+
+/// FNV-1a, 64 bits (the tests compute the same).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -90,6 +101,28 @@ fn main() {
                 .collect();
             writeln!(out, "{{{}}}", fields.join(","))?;
             out.flush()
+        })(),
+        "env-hash" => (|| {
+            let fields: Vec<String> = args[1..]
+                .iter()
+                .map(|name| match std::env::var(name) {
+                    Ok(value) => format!("{name:?}:\"{:016x}\"", fnv1a(value.as_bytes())),
+                    Err(_) => format!("{name:?}:null"),
+                })
+                .collect();
+            writeln!(out, "{{{}}}", fields.join(","))?;
+            out.flush()
+        })(),
+        "leak" => (|| {
+            for name in &args[1..] {
+                let value = std::env::var(name).unwrap_or_default();
+                let inner = serde_json::json!({ name.as_str(): value }).to_string();
+                let line = serde_json::json!({ "value": value, "nested": inner, name.as_str(): 1 });
+                writeln!(out, "{line}")?;
+                eprintln!("{name}={value}");
+            }
+            out.flush()?;
+            std::process::exit(3)
         })(),
         "envcount" => (|| {
             writeln!(out, "{{\"count\":{}}}", std::env::vars_os().count())?;

@@ -2,6 +2,7 @@
 
 mod cancel;
 mod containment;
+mod echo;
 mod evidence;
 mod orphan;
 mod redaction;

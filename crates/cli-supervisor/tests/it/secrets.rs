@@ -8,7 +8,7 @@ use cli_supervisor::{
     fill_declared_secrets, parse_secret_lookup, reason,
 };
 
-use crate::support::{capture_logs, fixture, next_json, runtime, script};
+use crate::support::{capture_logs, fixture, fnv1a_hex, next_json, runtime, script};
 
 struct Store {
     dir: tempfile::TempDir,
@@ -315,7 +315,7 @@ fn a_resolved_value_reaches_only_the_child_environment() {
             );
             let rendered = format!("{resolution:?}");
             assert!(!rendered.contains("value-of-"), "{rendered}");
-            let mut spec = LegSpec::new([fixture(), "env", "CLI_SUPERVISOR_TEST_KEY", "PATH"]);
+            let mut spec = LegSpec::new([fixture(), "env-hash", "CLI_SUPERVISOR_TEST_KEY", "PATH"]);
             spec.env = resolution.env;
             let spec_rendered = format!("{spec:?}");
             assert!(!spec_rendered.contains("value-of-"), "{spec_rendered}");
@@ -325,14 +325,16 @@ fn a_resolved_value_reaches_only_the_child_environment() {
             seen
         })
     });
+    // The child saw the value (its digest; echoing it back would be
+    // redacted, see `redaction::a_leg_echoing_its_environment_*`).
     assert_eq!(
         seen["CLI_SUPERVISOR_TEST_KEY"],
-        "value-of-CLI_SUPERVISOR_TEST_KEY"
+        fnv1a_hex("value-of-CLI_SUPERVISOR_TEST_KEY")
     );
     // Inheriting env plus the secret: the parent's variables are still there.
     assert_eq!(
         seen["PATH"],
-        std::env::var("PATH").unwrap_or_default().as_str()
+        fnv1a_hex(&std::env::var("PATH").unwrap_or_default())
     );
     assert!(!logs.contains("value-of-"), "{logs}");
     assert!(
@@ -404,7 +406,7 @@ fn each_spawn_resolves_secrets_exactly_once() {
     let config = store.settings("[CLI_SUPERVISOR_SPAWN_KEY]").secret_lookup();
     runtime().block_on(async {
         for round in 1..=2 {
-            let mut spec = LegSpec::new([fixture(), "env", "CLI_SUPERVISOR_SPAWN_KEY"]);
+            let mut spec = LegSpec::new([fixture(), "env-hash", "CLI_SUPERVISOR_SPAWN_KEY"]);
             spec.secret_lookup = config.clone();
             spec.env = explicit(&[("PATH", "/bin")]);
             let mut leg = Leg::spawn(spec).await.expect("spawn");
@@ -416,7 +418,7 @@ fn each_spawn_resolves_secrets_exactly_once() {
             let seen = next_json(&mut leg).await;
             assert_eq!(
                 seen["CLI_SUPERVISOR_SPAWN_KEY"],
-                "value-of-CLI_SUPERVISOR_SPAWN_KEY"
+                fnv1a_hex("value-of-CLI_SUPERVISOR_SPAWN_KEY")
             );
             leg.wait().await.expect("wait");
             assert_eq!(store.calls().len(), round, "one lookup per spawn");

@@ -13,6 +13,14 @@ pub(crate) fn fixture() -> &'static str {
     env!("CARGO_BIN_EXE_leg-fixture")
 }
 
+/// FNV-1a 64 of `value` as hex, as `leg-fixture env-hash` prints it.
+pub(crate) fn fnv1a_hex(value: &str) -> String {
+    let h = value.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{h:016x}")
+}
+
 /// A shell fixture under fixtures/cli-supervisor/.
 pub(crate) fn script(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
