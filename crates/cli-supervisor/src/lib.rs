@@ -41,6 +41,19 @@
 //! with. An [`OnSpawn`] is cloneable (clones share the callback and compare
 //! equal by identity) and a leg calls it once.
 //!
+//! Redaction: whatever a leg writes back passes through its [`Redactor`]
+//! before a caller sees it (every stdout event, the stderr tail). The set
+//! is every value `secrets.lookup` put into the child's environment or
+//! found already there, every variable of that environment whose name
+//! looks secret ([`looks_secret_name`]) and whatever the caller registers
+//! ([`LegSpec::redact`]: a forwarded MCP server's env, say), so the spec's
+//! rule that no surface carries a secret the runtime handed to a child
+//! holds for every record, report and log line built from leg output.
+//! The replacement follows the spec's notify rules (NTF-025..027): every
+//! occurrence, longest first, values under [`MIN_REDACTABLE_LEN`]
+//! characters kept, [`REDACTED`] in their place; JSON-escaped forms of a
+//! value are found too.
+//!
 //! # Decisions where the spec is open
 //!
 //! - **Teardown keeps the leader unreaped until the group is empty.** Exit
@@ -152,7 +165,7 @@ pub use proc::{GroupScan, ProcTable, ProcessTable, SpawnedProcess, observe_spawn
 pub use redact::{MIN_REDACTABLE_LEN, REDACTED, Redactor, looks_secret_name};
 pub use secrets::{
     LookupConfig, SecretLookup, SecretResolution, SettingsFile, fill_declared_secrets,
-    parse_secret_lookup, reason,
+    inherited_secrets, parse_secret_lookup, reason,
 };
 pub use spec::{LegSpec, StdinPolicy, Watchdogs};
 

@@ -41,9 +41,11 @@ pub const REDACTED: &str = "***";
 /// Whether an environment variable's name marks its value as a secret:
 /// one of its `_`-separated words (upper-cased) is `KEY`, `APIKEY`,
 /// `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `PASS`, `PWD` (but not the
-/// variable `PWD` itself), `CREDENTIAL(S)`, `AUTH`, `COOKIE`, `SESSION` or
-/// `PRIVATE`; or the name contains `PASSWORD`, `SECRET`, `TOKEN` or
-/// `APIKEY` anywhere (`MYSQLPASSWORD`, `GHTOKEN`).
+/// variables `PWD` and `OLDPWD`), `CRED(S)`, `CREDENTIAL(S)`, `AUTH` or
+/// `COOKIE` (plurals of `KEY`, `TOKEN`, `SECRET` too); or the name
+/// contains `PASSWORD`, `SECRET`, `TOKEN`, `APIKEY` or `API_KEY` anywhere
+/// (`MYSQLPASSWORD`, `GHTOKEN`). A session id is not a secret:
+/// `LIONAGI_SESSION_ID` does not match.
 ///
 /// The spec gives no such rule; this one errs towards redacting (a value
 /// wrongly treated as secret only loses text from a report).
@@ -66,8 +68,6 @@ pub fn looks_secret_name(name: &str) -> bool {
         "CREDS",
         "AUTH",
         "COOKIE",
-        "SESSION",
-        "PRIVATE",
     ];
     const ANYWHERE: &[&str] = &["PASSWORD", "SECRET", "TOKEN", "APIKEY", "API_KEY"];
     let upper = name.to_ascii_uppercase();

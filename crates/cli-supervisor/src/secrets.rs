@@ -39,6 +39,7 @@ use runtime_settings::PLACEHOLDER;
 pub use runtime_settings::{LookupConfig, SecretLookup, SettingsFile, parse_secret_lookup, reason};
 
 use crate::env::{ChildEnv, EnvPolicy};
+use crate::redact::Redactor;
 
 /// What secret filling did to an environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +115,20 @@ pub async fn fill_declared_secrets(config: &LookupConfig, env: EnvPolicy) -> Sec
     }
     resolution.env = EnvPolicy::Explicit(env);
     resolution
+}
+
+/// A redactor for the variables `config` names that are set in this
+/// process: they are secrets by the settings' word whether or not a lookup
+/// filled them, so a child that inherits one (an MCP server, any leg
+/// spawned without the lookup) must not hand it back. Empty when no lookup
+/// is configured (or one was refused: its names are not known).
+pub fn inherited_secrets(config: &LookupConfig) -> Redactor {
+    match config {
+        LookupConfig::Ready(lookup) => {
+            Redactor::from_values(lookup.names().iter().filter_map(std::env::var_os))
+        }
+        _ => Redactor::new(),
+    }
 }
 
 /// Runs one lookup; the value on success, `None` (stdout discarded) on any failure.

@@ -170,6 +170,7 @@ fn pool(common: &CommonArgs, gate: bool) -> Result<(McpPool, Vec<String>, PathBu
     let mut config = PoolConfig::with_security(security);
     config.init_timeout = Duration::from_secs(common.init_timeout.max(1));
     config.admission_policy = crate::admission::policy_of(common.policy, common.compat);
+    config.redact = crate::mcp_forward::inherited_secrets();
     if gate {
         let gate = tool_gate::Gate::builder()
             .security(tool_gate::DestructiveGuard::default())

@@ -310,6 +310,7 @@ fn audit(
     // lionrt's default admission rules (`lionrt mcp audit --compat` shows
     // the original's verdicts on the same file).
     pool_config.admission_policy = mcp_admission::Policy::Strict;
+    pool_config.redact = inherited_secrets();
     let pool = McpPool::new(pool_config);
     for (name, entry) in servers.as_map() {
         pool.add_server(name, entry.clone());
@@ -393,6 +394,15 @@ fn audit(
     Ok((decision, forwarded))
 }
 
+/// The values of the variables the global `secrets.lookup` names that are
+/// set in this process: an MCP server inherits them, and must not hand
+/// them back.
+pub(crate) fn inherited_secrets() -> cli_supervisor::Redactor {
+    cli_supervisor::SettingsFile::locate().map_or_else(cli_supervisor::Redactor::new, |f| {
+        cli_supervisor::inherited_secrets(&f.secret_lookup())
+    })
+}
+
 fn is_rule_safe(name: &str) -> bool {
     !name.is_empty()
         && name
@@ -408,7 +418,12 @@ fn apply(
     decision: &Decision,
     config: &mut RunConfig,
 ) -> Result<Guard> {
-    let secrets = McpServers::from(servers.clone()).carries_secrets();
+    let set = McpServers::from(servers.clone());
+    let secrets = set.carries_secrets();
+    // The leg hands the forwarded servers' env and headers to them; none
+    // of those values may come back out of it (a server's stderr the CLI
+    // quotes, an error event) into a record or a report.
+    config.redact.extend(set.secret_values());
     let forwarded = ForwardedMcp {
         servers,
         exclusive: true,

@@ -413,6 +413,13 @@ async fn open_stdio(
     // sentinel ends the server's whole group, descendants included; the
     // leader also has SIGKILL as its parent-death signal.
     leg_spec.orphan_guard = Some(config.shutdown_grace);
+    // Every value the entry configures for the server's environment is
+    // the entry's to keep: a server that prints its environment (on stderr
+    // as it dies, or on stdout) hands none of them back. The leg adds
+    // inherited variables whose names look secret.
+    let mut redact = config.redact.clone();
+    redact.extend(spec.env.values());
+    leg_spec.redact = redact;
     let leg = Leg::spawn(leg_spec).await.map_err(|source| Error::Spawn {
         server: server.to_owned(),
         source,

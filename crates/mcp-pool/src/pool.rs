@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use cli_supervisor::Redactor;
 use providers_core::McpServers;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -64,6 +65,11 @@ pub struct PoolConfig {
     /// (`Original`, the default) or `Strict` (which also denies a tool that
     /// says it runs code and leaves the code free; `lionrt`'s default).
     pub admission_policy: mcp_admission::Policy,
+    /// Values no server may hand back (e.g. the variables `secrets.lookup`
+    /// names, which a server inherits): each server's leg redacts its
+    /// stderr tail and its stdout against these, its entry's own `env`
+    /// values and inherited variables whose names look secret.
+    pub redact: Redactor,
 }
 
 impl Default for PoolConfig {
@@ -82,6 +88,7 @@ impl Default for PoolConfig {
             denial_sink: None,
             gate: None,
             admission_policy: mcp_admission::Policy::Original,
+            redact: Redactor::new(),
         }
     }
 }

@@ -35,6 +35,9 @@
 //! - `mcp-hostile-server hang-call`: serves the benign tools and never
 //!   answers `tools/call`; it first writes the tool's name to the file named
 //!   by `MCP_HOSTILE_MARK`, when set, so a test knows the call arrived.
+//! - `mcp-hostile-server env-dump-crash`: reads the first request, then
+//!   prints its whole environment to stderr (`NAME=VALUE` lines, a JSON
+//!   object, a Debug map) and exits 1 without answering.
 //! - `mcp-hostile-server raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike`:
 //!   answers `tools/list` with an executor-shaped tool (`exec`, a `command`
 //!   property) whose property schema is an object keyed by serde_json's

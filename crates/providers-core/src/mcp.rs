@@ -69,6 +69,38 @@ impl McpServers {
         })
     }
 
+    /// Every secret value of the set (each string under a
+    /// [`MCP_SECRET_FIELDS`] field; a header like `Bearer TOKEN` also gives
+    /// its last word), for registering with a leg's redactor so nothing the
+    /// leg writes back carries one.
+    pub fn secret_values(&self) -> Vec<String> {
+        fn leaves(value: &Value, out: &mut Vec<String>) {
+            match value {
+                Value::String(s) => {
+                    out.push(s.clone());
+                    if let Some((_, last)) = s.trim().rsplit_once(char::is_whitespace) {
+                        out.push(last.to_owned());
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
+                Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
+                Value::Null => {}
+                other => out.push(other.to_string()),
+            }
+        }
+        let mut out = Vec::new();
+        for config in self.0.values() {
+            if let Value::Object(fields) = config {
+                for field in MCP_SECRET_FIELDS {
+                    if let Some(value) = fields.get(field) {
+                        leaves(value, &mut out);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The set with every secret value replaced by [`REDACTED`].
     pub fn redacted(&self) -> Map<String, Value> {
         let mut out = self.0.clone();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cli_supervisor::{
     ChildEnv, ContainmentPolicy, EnvPolicy, Event, Leg, LegSpec, LookupConfig, OnSpawn, ProcTable,
-    StdinPolicy, Watchdogs,
+    Redactor, StdinPolicy, Watchdogs,
 };
 use lifecycle_core::{
     Actor, Cancellation, LegEnd, LegRecord, RunFacts, RunVerdict, SessionEnd, SessionRecorder,
@@ -148,6 +148,12 @@ pub struct RunConfig {
     /// on the session and before any output is read; its failure ends the
     /// leg like the recorder's.
     pub on_spawn: Option<OnSpawn>,
+    /// Values the binary put into the leg's environment or files that must
+    /// never come back out (a forwarded MCP server's env and headers). The
+    /// leg adds the secrets it sees itself (looked-up and lookup-named
+    /// variables, secret-looking names) and redacts everything it reads
+    /// from the child, so no record, report or log line carries them.
+    pub redact: Redactor,
 }
 
 /// A message the binary records on the session before the leg runs: a
@@ -208,6 +214,7 @@ impl RunConfig {
             notes: Vec::new(),
             env: None,
             on_spawn: None,
+            redact: Redactor::new(),
         }
     }
 }
@@ -561,6 +568,7 @@ where
     spec.secret_lookup = config.secret_lookup.clone();
     spec.containment = config.containment.clone();
     spec.orphan_guard = Some(config.orphan_grace);
+    spec.redact = config.redact.clone();
     Ok((spec, stdin, files))
 }
 
@@ -627,6 +635,9 @@ where
     };
     report.leg = LegEnd::SupervisionFailed;
     report.exit_status = "running".into();
+    // Every event and the stderr tail arrive redacted; what is assembled
+    // from several events (the text) is redacted again as a whole.
+    let redactor = leg.redactor().clone();
     if let Some(observe) = &config.on_progress {
         observe(Progress::Spawned {
             pid: leg.record().pid,
@@ -706,6 +717,7 @@ where
     } else {
         leg.wait().await
     };
+    report.text = redactor.redact_str(&report.text).into_owned();
     let exit = match exit {
         Ok(exit) => exit,
         Err(e) => return Err((report, e.into())),

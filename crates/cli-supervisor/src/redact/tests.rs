@@ -98,11 +98,21 @@ fn names_that_look_secret() {
         "MYSQLPASSWORD",
         "npm_config__auth",
         "SESSION_COOKIE",
+        "AWS_SESSION_TOKEN",
         "GH_PAT_TOKEN",
     ] {
         assert!(looks_secret_name(name), "{name}");
     }
-    for name in ["PATH", "HOME", "PWD", "OLDPWD", "LANG", "KEYBOARD", "TERM"] {
+    for name in [
+        "PATH",
+        "HOME",
+        "PWD",
+        "OLDPWD",
+        "LANG",
+        "KEYBOARD",
+        "TERM",
+        "LIONAGI_SESSION_ID",
+    ] {
         assert!(!looks_secret_name(name), "{name}");
     }
 }

@@ -23,6 +23,7 @@ mod reading;
 mod run;
 mod sandbox;
 mod schedule;
+mod secrets;
 mod state;
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! `mcp-hostile-server hang-init|crash-mid-list|huge-list|invalid-jsonrpc|not-json|endless-cursor|endless-tools|endless-bytes|same-cursor|banner|hang-call|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [--http [--sse] [--tls-self-signed DIR]] [TAG...]`:
+//! `mcp-hostile-server hang-init|crash-mid-list|env-dump-crash|huge-list|invalid-jsonrpc|not-json|endless-cursor|endless-tools|endless-bytes|same-cursor|banner|hang-call|raw-value-quirk|raw-value-quirk-escaped|raw-value-lookalike [--http [--sse] [--tls-self-signed DIR]] [TAG...]`:
 //! MCP servers that misbehave in one way each (see the crate docs).
 #![forbid(unsafe_code)]
 
@@ -436,6 +436,20 @@ fn main() {
         Some("raw-value-quirk") => Mode::RawValueQuirk,
         Some("raw-value-quirk-escaped") => Mode::RawValueQuirkEscaped,
         Some("raw-value-lookalike") => Mode::RawValueLookalike,
+        Some("env-dump-crash") => {
+            // Reads the first request (`initialize`), then dies without
+            // answering, its last words its whole environment: one
+            // `NAME=VALUE` per line on stderr, a JSON object, a Debug map.
+            let mut request = String::new();
+            let _ = std::io::stdin().read_line(&mut request);
+            let vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+            for (name, value) in &vars {
+                eprintln!("{name}={value}");
+            }
+            eprintln!("{}", serde_json::to_string(&vars).unwrap_or_default());
+            eprintln!("fatal: cannot start with this environment: {vars:?}");
+            std::process::exit(1);
+        }
         Some("sleeper") => {
             std::thread::sleep(std::time::Duration::from_secs(300));
             return;
