@@ -26,7 +26,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -54,6 +54,12 @@ pub(crate) struct DaemonArgs {
     /// template they carry).
     #[arg(long)]
     outbox: bool,
+    /// Per-send deadline of the outbox due-scan in seconds, as `outbox
+    /// deliver --timeout-secs`: a notification command still running then
+    /// has its process group killed, and the scan goes on to the other rows
+    /// (must be shorter than the scan's claim lease, 300 s).
+    #[arg(long, default_value_t = 60)]
+    outbox_timeout_secs: u64,
     /// Also run a transcript mirror pass on every tick (Claude Code and
     /// Codex sessions under ~/.claude/projects and ~/.codex/sessions).
     #[arg(long)]
@@ -262,6 +268,15 @@ impl Held {
 pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
     crate::seconds("--interval", args.interval)?;
     crate::seconds("--recheck", args.recheck)?;
+    let lease = ::outbox::ScanConfig::default().lease;
+    if Duration::from_secs(args.outbox_timeout_secs) >= lease {
+        bail!(
+            "--outbox-timeout-secs ({}) must be shorter than the outbox claim lease ({} s), or a slow send could be taken over",
+            args.outbox_timeout_secs,
+            lease.as_secs()
+        );
+    }
+    let send_timeout = Duration::from_secs(args.outbox_timeout_secs);
     let actor = Actor::new(ActorType::Scheduler, "lionrt-daemon");
     let backend = Backend::open(db)?;
     let schedules = backend.schedules(actor);
@@ -270,9 +285,10 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
         Backend::Sqlite(store) => {
             let lock = Held::File(TickLock::acquire(db)?);
             if args.outbox {
-                hooks.push(outbox_hook(RefreshOutcomes(SqliteOutbox::new(
-                    store.clone(),
-                ))));
+                hooks.push(outbox_hook(
+                    RefreshOutcomes(SqliteOutbox::new(store.clone())),
+                    send_timeout,
+                ));
             }
             if args.mirror {
                 hooks.push(Box::new(mirror_hook(store.clone())?));
@@ -283,7 +299,10 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
             let store = *store;
             let lock = PgSchedules::new(store.clone(), scheduler::scheduler_actor()).tick_lock()?;
             if args.outbox {
-                hooks.push(outbox_hook(RefreshOutcomes(PgOutbox::new(store.clone()))));
+                hooks.push(outbox_hook(
+                    RefreshOutcomes(PgOutbox::new(store.clone())),
+                    send_timeout,
+                ));
             }
             if args.mirror {
                 hooks.push(Box::new(mirror_hook(store.clone())?));
@@ -300,10 +319,16 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
     }
 }
 
-fn outbox_hook<S: ::outbox::OutboxStore + Send + 'static>(store: S) -> Box<dyn TickHook> {
+fn outbox_hook<S: ::outbox::OutboxStore + Send + 'static>(
+    store: S,
+    timeout: Duration,
+) -> Box<dyn TickHook> {
     Box::new(OutboxHook {
         store,
-        transport: ::outbox::ExecTransport::default(),
+        transport: ::outbox::ExecTransport {
+            timeout: Some(timeout),
+            ..::outbox::ExecTransport::default()
+        },
         config: ::outbox::ScanConfig::default(),
     })
 }

@@ -1531,3 +1531,76 @@ fn a_second_daemon_reaching_the_database_by_another_path_is_refused_until_the_fi
     let next = lionrt(&dir.path().join("link.db"), &["daemon", "--ticks", "1"]);
     assert!(next.status.success(), "{next:?}");
 }
+
+/// `lionrt daemon --outbox` with a notification whose command never ends:
+/// the send times out (`--outbox-timeout-secs`), the command's process is
+/// killed, the row after it is delivered, and SIGTERM then ends the daemon.
+#[test]
+fn a_hanging_notification_times_out_and_the_daemon_delivers_the_others() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let pidfile = dir.path().join("hung.pid");
+    let target = dir.path().join("delivered");
+    assert!(lionrt(&db, &["state", "init"]).status.success());
+    let hung = lionrt(
+        &db,
+        &[
+            "outbox",
+            "enqueue",
+            pidfile.to_str().expect("utf-8"),
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo $$ > \"$0\"; exec sleep 1000",
+            "{payload}",
+        ],
+    );
+    assert!(hung.status.success(), "{hung:?}");
+    let quick = lionrt(
+        &db,
+        &[
+            "outbox",
+            "enqueue",
+            target.to_str().expect("utf-8"),
+            "--",
+            "/usr/bin/touch",
+            "{payload}",
+        ],
+    );
+    assert!(quick.status.success(), "{quick:?}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lionrt"));
+    command
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "daemon",
+            "--interval",
+            "0.1",
+            "--outbox",
+            "--outbox-timeout-secs",
+            "1",
+        ])
+        .env_remove("LIONRT_DB")
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let d = Daemon(Some(command.spawn().expect("start lionrt daemon")));
+    assert!(
+        wait_until(Duration::from_secs(60), || target.exists()),
+        "the row after the hanging one is delivered"
+    );
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .expect("the hung command ran")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let gone = || {
+        rustix::process::test_kill_process(rustix::process::Pid::from_raw(pid).expect("a pid"))
+            .is_err()
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), gone),
+        "the hung command was killed at its timeout"
+    );
+    d.stop();
+}
