@@ -277,6 +277,9 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
         );
     }
     let send_timeout = Duration::from_secs(args.outbox_timeout_secs);
+    // The groups of the notification commands running now, ended when the
+    // daemon stops (none outlives it).
+    let live = Arc::new(::outbox::LiveGroups::new());
     let actor = Actor::new(ActorType::Scheduler, "lionrt-daemon");
     let backend = Backend::open(db)?;
     let schedules = backend.schedules(actor);
@@ -288,12 +291,13 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
                 hooks.push(outbox_hook(
                     RefreshOutcomes(SqliteOutbox::new(store.clone())),
                     send_timeout,
+                    Arc::clone(&live),
                 ));
             }
             if args.mirror {
                 hooks.push(Box::new(mirror_hook(store.clone())?));
             }
-            serve(json, &args, lock, store, schedules, hooks)
+            serve(json, &args, lock, store, schedules, hooks, &live)
         }
         Backend::Pg(store) => {
             let store = *store;
@@ -302,6 +306,7 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
                 hooks.push(outbox_hook(
                     RefreshOutcomes(PgOutbox::new(store.clone())),
                     send_timeout,
+                    Arc::clone(&live),
                 ));
             }
             if args.mirror {
@@ -314,6 +319,7 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
                 store,
                 schedules,
                 hooks,
+                &live,
             )
         }
     }
@@ -322,11 +328,13 @@ pub(crate) fn run(db: &Path, json: bool, args: DaemonArgs) -> Result<ExitCode> {
 fn outbox_hook<S: ::outbox::OutboxStore + Send + 'static>(
     store: S,
     timeout: Duration,
+    live: Arc<::outbox::LiveGroups>,
 ) -> Box<dyn TickHook> {
     Box::new(OutboxHook {
         store,
         transport: ::outbox::ExecTransport {
             timeout: Some(timeout),
+            live: Some(live),
             ..::outbox::ExecTransport::default()
         },
         config: ::outbox::ScanConfig::default(),
@@ -352,6 +360,7 @@ fn serve<R>(
     store: R,
     schedules: Arc<dyn ScheduleStore>,
     hooks: Vec<Box<dyn TickHook>>,
+    live: &::outbox::LiveGroups,
 ) -> Result<ExitCode>
 where
     R: SessionRecorder + Clone + Send + Sync + 'static,
@@ -413,6 +422,7 @@ where
         loop {
             if !lock.still_held() {
                 // Another daemon may tick now: stop ticking, end our runs.
+                live.kill_all();
                 sched.shutdown().await;
                 bail!("lost the advisory tick lock (the connection holding it ended); stopped");
             }
@@ -436,11 +446,14 @@ where
             tokio::select! {
                 () = &mut stop => {
                     let running = sched.running();
+                    // A send still running is ended with its group; its row
+                    // is retried by the next scan, as any failed attempt.
+                    let sends = live.kill_all();
                     sched.shutdown().await;
                     if json {
-                        out::json(&json!({"stopped": {"cancelled_runs": running}}));
+                        out::json(&json!({"stopped": {"cancelled_runs": running, "sends_ended": sends}}));
                     } else {
-                        out::line(format!("stopped: {running} running run(s) cancelled"));
+                        out::line(format!("stopped: {running} running run(s) cancelled, {sends} notification send(s) ended"));
                     }
                     return anyhow::Ok(());
                 }

@@ -737,6 +737,7 @@ fn scan_on<S: OutboxStore + SessionsOf>(store: &S, ids: &[String]) -> anyhow::Re
     let transport = ExecTransport {
         default_template: None,
         timeout: Some(SEND_TIMEOUT),
+        live: None,
     };
     let config = ScanConfig {
         actor: Some(actor()),

@@ -439,6 +439,7 @@ where
     let transport = ExecTransport {
         default_template: template(args.template)?,
         timeout: Some(Duration::from_secs(args.timeout_secs)),
+        live: None,
     };
     let config = ScanConfig {
         batch: args.batch,

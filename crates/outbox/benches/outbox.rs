@@ -385,6 +385,7 @@ fn deliver_exec(c: &mut Criterion) {
     let exec = ExecTransport {
         default_template: None,
         timeout: Some(Duration::from_secs(60)),
+        live: None,
     };
     let config = ScanConfig {
         batch: ROWS,

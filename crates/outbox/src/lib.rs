@@ -66,4 +66,4 @@ pub use scan::{
 };
 pub use store::OutboxStore;
 pub use template::{Fill, PLACEHOLDERS, Template};
-pub use transport::{Delivery, ExecTransport, FnTransport, SendError, Transport};
+pub use transport::{Delivery, ExecTransport, FnTransport, LiveGroups, SendError, Transport};

@@ -2,8 +2,10 @@
 //! template by direct exec; [`FnTransport`] runs a closure in process (tests,
 //! benches, embedders with their own client).
 
+use std::collections::HashSet;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -72,6 +74,83 @@ pub struct ExecTransport {
     /// Keep it below the scan lease, or another scan may take the claim over
     /// while this send still runs.
     pub timeout: Option<Duration>,
+    /// Where the process group of every running send is registered while it
+    /// runs, so the owner can end them all at shutdown
+    /// ([`LiveGroups::kill_all`]); None: not tracked.
+    pub live: Option<Arc<LiveGroups>>,
+}
+
+/// The process groups of the sends running now (their leaders' pids).
+///
+/// A daemon shares one with its transport and calls
+/// [`kill_all`](LiveGroups::kill_all) when it stops, so a notification
+/// command still running never outlives the daemon that started it.
+#[derive(Debug, Default)]
+pub struct LiveGroups {
+    groups: Mutex<HashSet<i32>>,
+}
+
+impl LiveGroups {
+    /// An empty registry.
+    pub fn new() -> Self {
+        LiveGroups::default()
+    }
+
+    fn insert(&self, pid: i32) {
+        self.lock().insert(pid);
+    }
+
+    fn remove(&self, pid: i32) {
+        self.lock().remove(&pid);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<i32>> {
+        self.groups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The number of sends running now.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no send is running.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Sends SIGKILL to the group of every running send and returns how
+    /// many groups were signalled. The sends themselves then fail (their
+    /// child ended by a signal) and their rows are retried as any failed
+    /// attempt; a group registered is still unreaped, so its id cannot
+    /// have been reused.
+    pub fn kill_all(&self) -> usize {
+        let groups = self.lock();
+        let mut signalled = 0;
+        for &pid in groups.iter() {
+            if let Some(pid) = Pid::from_raw(pid)
+                && kill_process_group(pid, Signal::KILL).is_ok()
+            {
+                signalled += 1;
+            }
+        }
+        signalled
+    }
+}
+
+/// Unregisters a send's group when the send ends, however it ends.
+struct Registered<'a> {
+    live: Option<&'a LiveGroups>,
+    pid: i32,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if let Some(live) = self.live {
+            live.remove(self.pid);
+        }
+    }
 }
 
 impl ExecTransport {
@@ -80,6 +159,7 @@ impl ExecTransport {
         ExecTransport {
             default_template,
             timeout: None,
+            live: None,
         }
     }
 }
@@ -147,6 +227,15 @@ impl Transport for ExecTransport {
             .process_group(0)
             .spawn()
             .map_err(|e| SendError(format!("cannot run {}: {e}", program.to_string_lossy())))?;
+        let pid = Pid::from_child(&child).as_raw_nonzero().get();
+        if let Some(live) = &self.live {
+            live.insert(pid);
+        }
+        // Removed after the child is reaped below (the guard drops last).
+        let _registered = Registered {
+            live: self.live.as_deref(),
+            pid,
+        };
         let status = match self.timeout {
             None => child
                 .wait()

@@ -1604,3 +1604,88 @@ fn a_hanging_notification_times_out_and_the_daemon_delivers_the_others() {
     );
     d.stop();
 }
+
+/// SIGTERM while a notification command hangs (its deadline far off): the
+/// daemon ends within its grace and takes the command's group with it.
+#[test]
+fn sigterm_ends_the_daemon_and_the_notification_it_is_sending() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let pidfile = dir.path().join("hung.pid");
+    assert!(lionrt(&db, &["state", "init"]).status.success());
+    let hung = lionrt(
+        &db,
+        &[
+            "outbox",
+            "enqueue",
+            pidfile.to_str().expect("utf-8"),
+            "--",
+            "/bin/sh",
+            "-c",
+            // A grandchild in the group too: the whole group must end.
+            "sleep 1000 & echo $$ $! > \"$0\"; wait",
+            "{payload}",
+        ],
+    );
+    assert!(hung.status.success(), "{hung:?}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lionrt"));
+    command
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "daemon",
+            "--interval",
+            "0.1",
+            "--outbox",
+            "--outbox-timeout-secs",
+            "250",
+        ])
+        .env_remove("LIONRT_DB")
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut daemon = Daemon(Some(command.spawn().expect("start lionrt daemon")));
+    let pids = || {
+        std::fs::read_to_string(&pidfile)
+            .ok()
+            .filter(|s| s.ends_with('\n'))
+    };
+    assert!(
+        wait_until(Duration::from_secs(60), || pids().is_some()),
+        "the notification command started"
+    );
+    let pids: Vec<i32> = pids()
+        .expect("pids")
+        .split_whitespace()
+        .map(|p| p.parse().expect("a pid"))
+        .collect();
+    let child = daemon.0.as_mut().expect("running");
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(child),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM the daemon");
+    let mut exited = None;
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            exited = child.try_wait().expect("try_wait");
+            exited.is_some()
+        }),
+        "the daemon ends within its grace while a send hangs"
+    );
+    assert!(exited.expect("exit").success(), "{exited:?}");
+    daemon.0 = None;
+    for pid in pids {
+        // Ended: gone, or a zombie its new parent has not reaped yet.
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+                stat.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('Z'))
+            })
+        };
+        assert!(
+            wait_until(Duration::from_secs(30), gone),
+            "process {pid} of the notification's group outlived the daemon"
+        );
+    }
+}

@@ -199,6 +199,7 @@ fn failures_and_timeouts_are_send_errors() {
     let slow = ExecTransport {
         default_template: Some(template(&["/bin/sleep", "30"])),
         timeout: Some(Duration::from_millis(200)),
+        live: None,
     };
     let start = Instant::now();
     let err = slow.send(&d).expect_err("timeout");
@@ -207,6 +208,7 @@ fn failures_and_timeouts_are_send_errors() {
     let quick = ExecTransport {
         default_template: Some(template(&["/bin/true"])),
         timeout: Some(Duration::from_secs(10)),
+        live: None,
     };
     quick.send(&d).expect("true within the deadline");
 }
@@ -235,4 +237,67 @@ fn a_failing_template_leaves_the_row_for_retry() {
         row.last_error.as_deref(),
         Some("transport exited with status 1")
     );
+}
+
+/// A send registered in a `LiveGroups` is ended with its whole group by
+/// `kill_all`, fails as a signalled transport, and leaves the registry.
+#[test]
+fn kill_all_ends_a_running_send_and_its_group() {
+    use outbox::LiveGroups;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pids = dir.path().join("pids");
+    let live = Arc::new(LiveGroups::new());
+    let hung = ExecTransport {
+        default_template: Some(template(&[
+            "/bin/sh",
+            "-c",
+            "sleep 1000 & echo $$ $! > \"$0\"; wait",
+            pids.to_str().expect("utf-8"),
+        ])),
+        timeout: Some(Duration::from_secs(300)),
+        live: Some(Arc::clone(&live)),
+    };
+    let sender = std::thread::spawn(move || {
+        hung.send(&Delivery {
+            id: "d",
+            payload: "p",
+            deliver_to: None,
+            template: None,
+            attempt: 1,
+        })
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&pids).is_ok_and(|s| s.ends_with('\n')) {
+        assert!(Instant::now() < deadline, "the send never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(live.len(), 1, "the running send is registered");
+    assert_eq!(live.kill_all(), 1);
+    let err = sender
+        .join()
+        .expect("no panic")
+        .expect_err("a killed send fails");
+    assert!(err.0.contains("signal 9"), "{err:?}");
+    assert!(live.is_empty(), "the ended send left the registry");
+    let grandchild: i32 = std::fs::read_to_string(&pids)
+        .expect("pids")
+        .split_whitespace()
+        .nth(1)
+        .expect("two pids")
+        .parse()
+        .expect("a pid");
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{grandchild}/stat")).map_or(true, |stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z'))
+        })
+    };
+    while !gone() {
+        assert!(
+            Instant::now() < deadline,
+            "the group's grandchild outlived kill_all"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
