@@ -59,7 +59,13 @@ fn kill_on<R: SessionRecorder>(store: &R, json: bool, args: KillArgs) -> Result<
     if !args.grace.is_finite() || args.grace < 0.0 {
         bail!("--grace must be a non-negative number of seconds");
     }
-    let grace = Duration::try_from_secs_f64(args.grace)?;
+    let grace = Duration::try_from_secs_f64(args.grace).map_err(|_| {
+        anyhow::anyhow!(
+            "--grace {} is too large a number of seconds (at most {})",
+            args.grace,
+            Duration::MAX.as_secs()
+        )
+    })?;
     let actor = Actor::new(
         ActorType::Operator,
         format!("lionrt-kill-{}", std::process::id()),

@@ -100,6 +100,11 @@ pub(crate) struct EnqueueArgs {
     /// Who enqueues, as TYPE:ID.
     #[arg(long, default_value = "operator:lionrt")]
     actor: String,
+    /// Enqueue the row with no command of its own: it is sent with the
+    /// `--template` of the `outbox deliver` that claims it (a deliver
+    /// without one fails it).
+    #[arg(long)]
+    default_template: bool,
     /// The command template (argv; program first), after `--`.
     #[arg(last = true)]
     template: Vec<String>,
@@ -272,6 +277,17 @@ where
             new.max_attempts = args.max_attempts;
             new.ack_required = args.ack_required;
             new.expires_at = args.expires_in.map(|s| now().saturating_add(secs(s)));
+            match (args.template.is_empty(), args.default_template) {
+                (true, false) => bail!(
+                    "no command to send it with: give the command after `--` \
+                     (e.g. `lionrt outbox enqueue PAYLOAD -- /usr/bin/logger {{payload}}`), \
+                     or --default-template to send it with `outbox deliver --template`"
+                ),
+                (false, true) => {
+                    bail!("--default-template and a command after `--` exclude each other")
+                }
+                _ => {}
+            }
             new.template = template(args.template)?;
             let out = enqueue_dispatch(store, &SystemClock, &new, &parse_actor(&args.actor)?)?;
             if json {

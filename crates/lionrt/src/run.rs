@@ -109,6 +109,11 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         Some(w) => w.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
+    match std::fs::metadata(&workspace) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => bail!("--workspace {} is not a directory", workspace.display()),
+        Err(e) => bail!("--workspace {}: {e}", workspace.display()),
+    }
     let effort = args.effort.as_deref().map(normalize_effort).transpose()?;
     let (provider_name, model) = model_spec(args.provider, args.model.as_deref())?;
     let provider = provider_choice(provider_name, &args)?;

@@ -33,6 +33,14 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The path is not inside a git repository (or does not exist).
+    #[error(
+        "{path} is not a git repository (a sandbox is a worktree of a repository on a branch; `git init` and a first commit make one)"
+    )]
+    NotARepository {
+        /// The path given.
+        path: PathBuf,
+    },
     /// The repository's HEAD is detached, so there is no branch to record or
     /// to merge into.
     #[error("repository {repo_root} has a detached head; check out a branch first")]

@@ -562,7 +562,15 @@ pub(crate) fn current_branch(repo: &Repository, repo_root: &Path) -> Result<Stri
 }
 
 pub(crate) fn open(repo_root: &Path) -> Result<Repository, Error> {
-    Repository::open(repo_root).map_err(|e| Error::git("open repository", repo_root, e))
+    Repository::open(repo_root).map_err(|e| {
+        if e.code() == git2::ErrorCode::NotFound && e.class() == git2::ErrorClass::Repository {
+            Error::NotARepository {
+                path: repo_root.to_owned(),
+            }
+        } else {
+            Error::git("open repository", repo_root, e)
+        }
+    })
 }
 
 fn canonical(path: &Path) -> Result<PathBuf, Error> {

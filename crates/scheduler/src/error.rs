@@ -12,6 +12,10 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A declarative set file is not a set of schedules (the message says
+    /// where and what was expected).
+    #[error("not a schedule set: {0}")]
+    BadSet(String),
     /// No schedule has this name or id.
     #[error("no schedule named {0:?}")]
     NotFound(String),

@@ -273,25 +273,63 @@ pub trait ScheduleStore: Send + Sync + std::fmt::Debug {
 /// Parses a declarative set (a JSON array or `{"schedules": [...]}`) and
 /// validates it: every definition, and no name twice.
 pub fn parse_set(text: &str) -> Result<Vec<ScheduleSpec>, Error> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum SetFile {
-        List(Vec<ScheduleSpec>),
-        Wrapped { schedules: Vec<ScheduleSpec> },
-    }
-    let set = match serde_json::from_str::<SetFile>(text) {
-        Ok(SetFile::List(l) | SetFile::Wrapped { schedules: l }) => l,
-        Err(e) => {
-            return Err(Error::Invalid {
-                name: String::new(),
-                reason: format!(
-                    "not a schedule set (a JSON array of schedules, or {{\"schedules\": [...]}}): {e}"
-                ),
-            });
+    const SHAPE: &str = "a JSON array of schedules, or an object {\"schedules\": [...]}";
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Error::BadSet(format!("the file is not JSON ({e}); expected {SHAPE}")))?;
+    let items = match value {
+        serde_json::Value::Array(items) => items,
+        serde_json::Value::Object(mut map) => match map.remove("schedules") {
+            Some(serde_json::Value::Array(items)) => items,
+            Some(other) => {
+                return Err(Error::BadSet(format!(
+                    "\"schedules\" is {}, not an array of schedules",
+                    kind(&other)
+                )));
+            }
+            None => {
+                let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
+                keys.truncate(8);
+                return Err(Error::BadSet(format!(
+                    "an object without a \"schedules\" member (its keys: {}); expected {SHAPE}",
+                    if keys.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        keys.join(", ")
+                    }
+                )));
+            }
+        },
+        other => {
+            return Err(Error::BadSet(format!(
+                "the file holds {}; expected {SHAPE}",
+                kind(&other)
+            )));
         }
     };
+    let mut set = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let name = item
+            .get("name")
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(String::new, |n| format!(" ({n:?})"));
+        let spec = serde_json::from_value::<ScheduleSpec>(item)
+            .map_err(|e| Error::BadSet(format!("schedule #{}{name}: {e}", i + 1)))?;
+        set.push(spec);
+    }
     validate_set(&set)?;
     Ok(set)
+}
+
+/// A JSON value's kind, for messages.
+fn kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 pub(crate) fn validate_set(set: &[ScheduleSpec]) -> Result<(), Error> {

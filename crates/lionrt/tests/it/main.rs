@@ -1,6 +1,7 @@
 //! End-to-end tests of the `lionrt` binary against temp databases.
 
 mod admission;
+mod bad_input;
 mod cancel;
 mod crash;
 mod doctor;

@@ -46,6 +46,7 @@ fn enqueue_deliver_show_ack_retry_purge() {
             "other",
             "--dedup-key",
             "run:1",
+            "--default-template",
         ],
     ));
     assert_eq!(

@@ -359,3 +359,22 @@ fn parallel_creates_all_succeed_and_leave_the_config_untouched() {
         String::from_utf8_lossy(&config_before)
     );
 }
+
+/// A directory that is not inside a repository is named
+/// as such, not with libgit2's class and code, and nothing is written there.
+#[test]
+fn create_on_a_directory_that_is_no_repository_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let nested = dir.path().join("nested");
+    std::fs::create_dir(&nested).expect("mkdir");
+    for path in [dir.path().to_owned(), nested.clone()] {
+        let err = create_sandbox(&path, &with_id("n1")).expect_err("no repository");
+        assert!(matches!(err, Error::NotARepository { .. }), "{err:?}");
+        let message = err.to_string();
+        assert!(std::error::Error::source(&err).is_none(), "{err:?}");
+        assert!(message.contains("is not a git repository"), "{message}");
+        assert!(!message.contains("class="), "{message}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).expect("read").count(), 1);
+    assert_eq!(std::fs::read_dir(&nested).expect("read").count(), 0);
+}

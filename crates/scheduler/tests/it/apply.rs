@@ -139,3 +139,34 @@ fn a_one_shot_in_the_past_is_refused_and_a_spent_one_is_not_refired_by_enable() 
         .expect("enable");
     assert_eq!(s.next_fire_at, None, "its instant passed");
 }
+
+/// A file of the wrong shape is refused with what it holds and what was
+/// expected, and a bad schedule inside a set is named by its place and name
+/// (not "untagged enum").
+#[test]
+fn a_set_of_the_wrong_shape_says_what_it_holds() {
+    let cases = [
+        (
+            "{\"foo\": 1}",
+            "without a \"schedules\" member (its keys: foo)",
+        ),
+        (
+            "{\"schedules\": {}}",
+            "\"schedules\" is an object, not an array",
+        ),
+        ("42", "the file holds a number"),
+        ("not json", "the file is not JSON"),
+        (
+            r#"[{"name":"a","trigger":{"interval":{"seconds":5}},"run":{"prompt":"p","workspace":"/w"}},
+                {"name":"b","trigger":{"weekly":1},"run":{"prompt":"p","workspace":"/w"}}]"#,
+            "schedule #2 (\"b\"):",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = parse_set(text).expect_err(text);
+        assert!(matches!(err, Error::BadSet(_)), "{err:?}");
+        let message = err.to_string();
+        assert!(message.contains(expected), "{text}: {message}");
+        assert!(!message.contains("untagged"), "{message}");
+    }
+}
