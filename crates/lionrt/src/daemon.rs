@@ -123,15 +123,17 @@ pub(crate) fn launcher<R>(store: R) -> Result<RunnerLauncher<R>> {
     ))
 }
 
-/// Resolves on SIGTERM or SIGINT (handlers installed now).
-pub(crate) fn stop_signal() -> Result<impl std::future::Future<Output = ()>> {
+/// Resolves on SIGTERM or SIGINT (handlers installed now), to the
+/// cancellation it stands for.
+pub(crate) fn stop_signal()
+-> Result<impl std::future::Future<Output = lifecycle_core::Cancellation>> {
     let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut terminate =
         signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
     Ok(async move {
         tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
+            _ = interrupt.recv() => lifecycle_core::Cancellation::Sigint,
+            _ = terminate.recv() => lifecycle_core::Cancellation::Sigterm,
         }
     })
 }
@@ -444,12 +446,12 @@ where
                 break;
             }
             tokio::select! {
-                () = &mut stop => {
+                cause = &mut stop => {
                     let running = sched.running();
                     // A send still running is ended with its group; its row
                     // is retried by the next scan, as any failed attempt.
                     let sends = live.kill_all();
-                    sched.shutdown().await;
+                    sched.shutdown_for(cause).await;
                     if json {
                         out::json(&json!({"stopped": {"cancelled_runs": running, "sends_ended": sends}}));
                     } else {

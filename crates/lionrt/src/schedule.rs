@@ -371,9 +371,13 @@ fn trigger<L: Launcher>(
         let mut sched = Scheduler::attach(Arc::clone(&schedules), SystemClock, launcher);
         let report = sched.trigger(name)?;
         let stop = crate::daemon::stop_signal()?;
+        let mut interrupted = None;
         tokio::select! {
             () = sched.wait_idle() => {}
-            () = stop => sched.shutdown().await,
+            cause = stop => {
+                interrupted = Some(cause);
+                sched.shutdown_for(cause).await;
+            }
         }
         let ids: Vec<String> = report
             .fired
@@ -387,12 +391,16 @@ fn trigger<L: Launcher>(
                 runs.push(r);
             }
         }
-        anyhow::Ok(runs)
+        anyhow::Ok((runs, interrupted))
     })?;
+    let (runs, interrupted) = runs;
     print_runs(json, &runs);
-    Ok(if runs.iter().all(|r| r.status == "completed") {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
+    // A signal's conventional exit (130 for SIGINT, 143 for SIGTERM), as
+    // `lionrt run` gives; 2 for a run that failed on its own.
+    Ok(match interrupted {
+        Some(lifecycle_core::Cancellation::Sigint) => ExitCode::from(130),
+        Some(_) => ExitCode::from(143),
+        None if runs.iter().all(|r| r.status == "completed") => ExitCode::SUCCESS,
+        None => ExitCode::from(2),
     })
 }

@@ -41,14 +41,15 @@ pub struct RunOutcome {
     pub error: Option<String>,
 }
 
-/// Runs one fire to its end. `shutdown` turns `true` when the scheduler
-/// shuts down: the run must then end (cancelled) promptly.
+/// Runs one fire to its end. `shutdown` turns `Some(cause)` when the
+/// scheduler shuts down (SIGINT, SIGTERM, ...): the run must then end,
+/// cancelled for that cause, promptly.
 pub trait Launcher: Send + Sync + 'static {
     /// Runs `fire`.
     fn run(
         &self,
         fire: Fire,
-        shutdown: watch::Receiver<bool>,
+        shutdown: watch::Receiver<Option<Cancellation>>,
     ) -> impl Future<Output = RunOutcome> + Send;
 }
 
@@ -103,7 +104,11 @@ impl<R> RunnerLauncher<R> {
 pub const DEFAULT_SCRIPT: &str = r#"[{"type": "text", "text": "scheduled run done"}]"#;
 
 impl<R: SessionRecorder + Send + Sync + 'static> Launcher for RunnerLauncher<R> {
-    async fn run(&self, fire: Fire, mut shutdown: watch::Receiver<bool>) -> RunOutcome {
+    async fn run(
+        &self,
+        fire: Fire,
+        mut shutdown: watch::Receiver<Option<Cancellation>>,
+    ) -> RunOutcome {
         let config = match self.config(&fire) {
             Ok(c) => c,
             Err(e) => {
@@ -115,9 +120,12 @@ impl<R: SessionRecorder + Send + Sync + 'static> Launcher for RunnerLauncher<R> 
             }
         };
         let cancel = async move {
-            // A closed channel (the scheduler dropped) also cancels.
-            let _ = shutdown.wait_for(|stop| *stop).await;
-            Cancellation::Sigterm
+            // A closed channel (the scheduler dropped) also cancels, as
+            // SIGTERM does.
+            match shutdown.wait_for(Option::is_some).await {
+                Ok(cause) => cause.unwrap_or(Cancellation::Sigterm),
+                Err(_) => Cancellation::Sigterm,
+            }
         };
         match runner::run(Arc::clone(&self.store), config, cancel).await {
             Ok(report) => {

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use lifecycle_core::{Actor, ActorType};
+use lifecycle_core::{Actor, ActorType, Cancellation};
 use serde::Serialize;
 use serde_json::json;
 use tokio::sync::{oneshot, watch};
@@ -152,7 +152,7 @@ pub struct Scheduler<C: Clock, L: Launcher> {
     hooks: Vec<HookSlot>,
     hook_errors: Vec<String>,
     tasks: JoinSet<()>,
-    shutdown: watch::Sender<bool>,
+    shutdown: watch::Sender<Option<Cancellation>>,
     /// See [`SchedulerConfig::recheck_interval`].
     recheck_interval: Micros,
     /// When the next re-check is due (never, for [`Scheduler::attach`]).
@@ -262,7 +262,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
                 .missed
                 .push((s.spec.name.clone(), missed.len() + rest));
         }
-        let (shutdown, _) = watch::channel(false);
+        let (shutdown, _) = watch::channel(None);
         Ok((
             Self {
                 schedules,
@@ -287,7 +287,7 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     /// ticking: it detects no missed fires and ends no stale runs (those
     /// belong to the daemon's start). Do not tick it.
     pub fn attach(schedules: Arc<dyn ScheduleStore>, clock: C, launcher: Arc<L>) -> Self {
-        let (shutdown, _) = watch::channel(false);
+        let (shutdown, _) = watch::channel(None);
         Self {
             schedules,
             clock,
@@ -552,8 +552,14 @@ impl<C: Clock, L: Launcher> Scheduler<C, L> {
     /// Graceful shutdown: every running leg is cancelled through the
     /// supervisor (its session records `cancelled`), and this returns when
     /// every run's end is recorded.
-    pub async fn shutdown(mut self) {
-        let _ = self.shutdown.send(true);
+    pub async fn shutdown(self) {
+        self.shutdown_for(Cancellation::Sigterm).await;
+    }
+
+    /// [`shutdown`](Self::shutdown) for a given cause: every running leg's
+    /// session records it (`run.cancelled.sigint` for a Ctrl-C, ...).
+    pub async fn shutdown_for(mut self, cause: Cancellation) {
+        let _ = self.shutdown.send(Some(cause));
         self.wait_idle().await;
         self.wait_hooks().await;
     }

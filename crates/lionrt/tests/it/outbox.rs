@@ -429,7 +429,7 @@ mod revival {
         async fn run(
             &self,
             _fire: scheduler::Fire,
-            _shutdown: tokio::sync::watch::Receiver<bool>,
+            _shutdown: tokio::sync::watch::Receiver<Option<lifecycle_core::Cancellation>>,
         ) -> scheduler::RunOutcome {
             let revived = by_library(&self.db, &self.sel, &self.actor);
             if let Some(tx) = self.out.lock().expect("lock").take() {

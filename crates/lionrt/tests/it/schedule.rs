@@ -1689,3 +1689,40 @@ fn sigterm_ends_the_daemon_and_the_notification_it_is_sending() {
         );
     }
 }
+
+/// Ctrl-C on `schedule trigger` is recorded as the SIGINT it is (and
+/// SIGTERM as SIGTERM), with the signal's conventional exit code.
+#[test]
+fn a_signalled_trigger_records_which_signal_ended_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    manual_schedule(dir.path(), &db, 2);
+    for (signal, reason, code) in [
+        (rustix::process::Signal::INT, "run.cancelled.sigint", 130),
+        (rustix::process::Signal::TERM, "run.cancelled.sigterm", 143),
+    ] {
+        let mut trigger = trigger_process(&db, "manual");
+        assert!(
+            wait_until(Duration::from_secs(60), || sessions_with_legs(&db).len()
+                == 1),
+            "the trigger's leg runs"
+        );
+        let session = sessions_with_legs(&db).remove(0);
+        rustix::process::kill_process(rustix::process::Pid::from_child(&trigger), signal)
+            .expect("signal the trigger");
+        let exit = trigger.wait().expect("wait for the trigger");
+        assert_eq!(exit.code(), Some(code), "{signal:?}: {exit:?}");
+        let (status, recorded): (String, Option<String>) = conn(&db)
+            .query_row(
+                "SELECT status, status_reason_code FROM sessions WHERE id = ?1",
+                [&session],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("the trigger's session");
+        assert_eq!(
+            (status.as_str(), recorded.as_deref()),
+            ("cancelled", Some(reason))
+        );
+        assert_eq!(run_of(&db, &session).0, "cancelled");
+    }
+}

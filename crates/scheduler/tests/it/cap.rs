@@ -469,11 +469,11 @@ impl Launcher for Sessionless {
     fn run(
         &self,
         _fire: Fire,
-        shutdown: watch::Receiver<bool>,
+        shutdown: watch::Receiver<Option<lifecycle_core::Cancellation>>,
     ) -> impl std::future::Future<Output = RunOutcome> + Send {
         let gate = self.0.clone();
         async move {
-            while !gate.exists() && !*shutdown.borrow() {
+            while !gate.exists() && shutdown.borrow().is_none() {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
             RunOutcome {

@@ -101,7 +101,7 @@ impl Launcher for Brief {
     fn run(
         &self,
         fire: Fire,
-        _shutdown: watch::Receiver<bool>,
+        _shutdown: watch::Receiver<Option<lifecycle_core::Cancellation>>,
     ) -> impl std::future::Future<Output = RunOutcome> + Send {
         let ms = fire.run_id.bytes().map(u64::from).sum::<u64>() % 4;
         async move {
