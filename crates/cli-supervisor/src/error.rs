@@ -59,6 +59,12 @@ pub enum Error {
         /// The watchdog that fired.
         after: Duration,
     },
+    /// The leg ran past its total deadline ([`Watchdogs::total`](crate::Watchdogs::total)); it was ended.
+    #[error("the leg ran past its deadline of {after:?}; it was ended")]
+    DeadlineExceeded {
+        /// The deadline that passed.
+        after: Duration,
+    },
     /// Reading the leg's output or waiting for it failed.
     #[error("i/o error while supervising the leg")]
     Io {

@@ -324,7 +324,7 @@ impl Leg {
             let Some(stdout) = self.stdout.as_mut() else {
                 return Ok(None);
             };
-            let deadline = match self.last_output {
+            let liveness = match self.last_output {
                 None => self
                     .watchdogs
                     .first_output
@@ -333,6 +333,15 @@ impl Leg {
                     .watchdogs
                     .idle
                     .map(|after| (last + after, WatchdogKind::Idle(after))),
+            };
+            let total = self
+                .watchdogs
+                .total
+                .map(|after| (self.spawned_at + after, WatchdogKind::Total(after)));
+            // The earlier of the two fires.
+            let deadline = match (liveness, total) {
+                (Some(l), Some(t)) => Some(if t.0 <= l.0 { t } else { l }),
+                (l, t) => l.or(t),
             };
             let read = match deadline {
                 None => stdout.read(self.decoder.read_buf()).await,
@@ -680,6 +689,7 @@ impl Drop for Leg {
 enum WatchdogKind {
     FirstOutput(Duration),
     Idle(Duration),
+    Total(Duration),
 }
 
 impl WatchdogKind {
@@ -687,6 +697,7 @@ impl WatchdogKind {
         match self {
             Self::FirstOutput(after) => Error::FirstOutputTimeout { after },
             Self::Idle(after) => Error::IdleTimeout { after },
+            Self::Total(after) => Error::DeadlineExceeded { after },
         }
     }
 }

@@ -113,6 +113,12 @@ impl LegSpec {
                 .first_output
                 .or(defaults.first_output),
             idle: self.explicit_watchdogs.idle.or(defaults.idle),
+            // A deadline is not a liveness guess: it holds for every
+            // transport, buffered ones too.
+            total: self
+                .explicit_watchdogs
+                .total
+                .or(self.default_watchdogs.total),
         }
     }
 }
@@ -136,6 +142,11 @@ pub struct Watchdogs {
     pub first_output: Option<Duration>,
     /// Time allowed between two stdout reads.
     pub idle: Option<Duration>,
+    /// Time allowed from spawn to the end of the leg's output, whatever it
+    /// prints meanwhile (`lionrt run --timeout`); when it passes, the leg's
+    /// group is ended and the run ends `timed_out`
+    /// (`run.timed_out.deadline`).
+    pub total: Option<Duration>,
 }
 
 impl Watchdogs {
@@ -151,6 +162,7 @@ impl Watchdogs {
     pub const NONE: Self = Self {
         first_output: None,
         idle: None,
+        total: None,
     };
 
     /// Defaults read from `LIONAGI_WORKER_LIVENESS_TIMEOUT` and
@@ -167,6 +179,7 @@ impl Watchdogs {
                 .unwrap_or(Some(Self::DEFAULT_FIRST_OUTPUT)),
             idle: parse_seconds(Self::IDLE_VAR, lookup(Self::IDLE_VAR))?
                 .unwrap_or(Some(Self::DEFAULT_IDLE)),
+            total: None,
         })
     }
 }
@@ -176,6 +189,7 @@ impl Default for Watchdogs {
         Self {
             first_output: Some(Self::DEFAULT_FIRST_OUTPUT),
             idle: Some(Self::DEFAULT_IDLE),
+            total: None,
         }
     }
 }

@@ -37,6 +37,11 @@ pub(crate) struct AgentArgs {
     /// default $LIONAGI_WORKER_IDLE_TIMEOUT or 900).
     #[arg(long, value_name = "SECONDS")]
     idle_timeout: Option<u64>,
+    /// The run's deadline in seconds, as li's `--timeout`: past it the
+    /// agent's process group is ended and the run ends `timed_out`
+    /// (`run.timed_out.deadline`), however busy the agent is.
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
 }
 
 /// The neutral request fields `run` sets from its own flags.
@@ -245,6 +250,9 @@ pub(crate) fn apply(
     }
     if let Some(s) = args.idle_timeout {
         config.watchdogs.idle = secs(s);
+    }
+    if let Some(s) = args.timeout {
+        config.watchdogs.total = Some(crate::seconds("--timeout", s)?);
     }
     let request = AgentRequest {
         prompt: config.prompt.clone(),

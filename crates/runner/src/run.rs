@@ -695,6 +695,7 @@ where
             e,
             cli_supervisor::Error::FirstOutputTimeout { .. }
                 | cli_supervisor::Error::IdleTimeout { .. }
+                | cli_supervisor::Error::DeadlineExceeded { .. }
         );
         let exit = leg.end().await;
         report.leg = if watchdog {

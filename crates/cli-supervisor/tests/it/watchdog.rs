@@ -11,6 +11,7 @@ fn short(first_output: u64, idle: u64) -> Watchdogs {
     Watchdogs {
         first_output: Some(Duration::from_millis(first_output)),
         idle: Some(Duration::from_millis(idle)),
+        total: None,
     }
 }
 
@@ -72,6 +73,7 @@ async fn explicit_watchdog_applies_to_a_buffered_leg() {
     spec.explicit_watchdogs = Watchdogs {
         first_output: Some(Duration::from_millis(200)),
         idle: None,
+        total: None,
     };
     spec.grace = Duration::from_millis(100);
     let mut leg = Leg::spawn(spec).await.expect("spawn");
@@ -119,4 +121,58 @@ fn effective_watchdogs_follow_the_transport_flag() {
         Some(Duration::from_millis(9))
     );
     assert_eq!(spec.effective_watchdogs().first_output, None);
+}
+
+/// The total deadline fires on a leg that never goes quiet (the idle and
+/// first-output watchdogs never would), on a buffered transport too, and
+/// ends the leg's group.
+#[tokio::test]
+async fn a_chatty_leg_is_ended_at_its_total_deadline() {
+    let marker = marker();
+    // 100,000 lines 20 ms apart: half an hour of steady output.
+    let mut spec = LegSpec::new([fixture(), "lines", "100000", "20", "0", marker.as_str()]);
+    spec.streams_first_output_early = false;
+    spec.explicit_watchdogs = Watchdogs {
+        first_output: Some(Duration::from_secs(60)),
+        idle: Some(Duration::from_secs(60)),
+        total: Some(Duration::from_millis(600)),
+    };
+    spec.grace = Duration::from_millis(100);
+    let started = std::time::Instant::now();
+    let mut leg = Leg::spawn(spec).await.expect("spawn");
+    let pgid = leg.record().pgid;
+    let mut lines = 0u32;
+    let error = loop {
+        match leg.next_event().await {
+            Ok(Some(_)) => lines += 1,
+            Ok(None) => panic!("the leg ended on its own after {lines} lines"),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(error, Error::DeadlineExceeded { after } if after == Duration::from_millis(600)),
+        "{error:?}"
+    );
+    assert!(lines > 1, "the leg was printing until its deadline");
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    assert_all_gone(&marker, Some(pgid));
+}
+
+/// A default total deadline holds for buffered transports, where default
+/// liveness watchdogs do not.
+#[test]
+fn a_default_total_deadline_applies_to_every_transport() {
+    let mut spec = LegSpec::new(["true"]);
+    spec.streams_first_output_early = false;
+    spec.default_watchdogs = Watchdogs {
+        total: Some(Duration::from_secs(5)),
+        ..Watchdogs::default()
+    };
+    assert_eq!(
+        spec.effective_watchdogs(),
+        Watchdogs {
+            total: Some(Duration::from_secs(5)),
+            ..Watchdogs::NONE
+        }
+    );
 }

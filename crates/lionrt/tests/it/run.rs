@@ -310,3 +310,56 @@ fn a_positional_prompt_and_a_provider_model_spec_are_taken_as_li_takes_them() {
     let out = crate::lionrt(&db, &["run", "--prompt", "a", "b", "--workspace", ws]);
     assert!(!out.status.success(), "{out:?}");
 }
+
+/// `lionrt run --timeout` (li's flag): a leg still running at its deadline
+/// is ended and the run ends `timed_out` with `run.timed_out.deadline`; a
+/// bad value is refused before any session exists.
+#[test]
+fn a_run_past_its_timeout_ends_timed_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let script = dir.path().join("slow.json");
+    std::fs::write(
+        &script,
+        r#"[{"type": "tool_call", "id": "t", "name": "sleep", "arguments": {"ms": 60000}}]"#,
+    )
+    .expect("script");
+    let started = std::time::Instant::now();
+    let out = lionrt(
+        &db,
+        &[
+            "--json",
+            "run",
+            "--script",
+            script.to_str().expect("utf-8"),
+            "--session",
+            "late",
+            "--timeout",
+            "1.5",
+        ],
+    );
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "the leg was not left to sleep its minute"
+    );
+    let report = crate::stdout_json(&out);
+    assert_eq!(report["status"], "timed_out", "{report}");
+    let show = crate::stdout_json(&lionrt(&db, &["--json", "sessions", "show", "late"]));
+    assert_eq!(
+        (&show["session"]["status"], &show["session"]["reason_code"]),
+        (&"timed_out".into(), &"run.timed_out.deadline".into()),
+        "{show}"
+    );
+    for bad in ["0", "-1", "nan", "1e30"] {
+        let flag = format!("--timeout={bad}");
+        let out = lionrt(&db, &["run", "--session", "never", &flag]);
+        assert!(!out.status.success(), "--timeout {bad}: {out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--timeout"),
+            "{out:?}"
+        );
+    }
+    let never = lionrt(&db, &["--json", "sessions", "show", "never"]);
+    assert!(!never.status.success(), "no session for a refused run");
+}
