@@ -116,10 +116,28 @@ pub(crate) fn run(json: bool, cmd: SandboxCmd) -> Result<ExitCode> {
             if json {
                 out::json(&serde_json::to_value(&report).unwrap_or(Value::Null));
             } else {
+                use sandbox_git::MergeOutcome as O;
+                let what = match &report.outcome {
+                    O::FastForward { commit } => format!("fast-forwarded to {commit}"),
+                    O::MergeCommit { commit } => format!("merge commit {commit}"),
+                    O::UpToDate => "nothing to merge (no commits beyond it)".to_owned(),
+                    O::BranchAbsent => "already merged and cleaned up".to_owned(),
+                };
                 out::line(format!(
-                    "merged sandbox {} into {}: {:?}",
-                    report.id, report.base_branch, report.outcome
+                    "sandbox {} into {}: {what}",
+                    report.id, report.base_branch
                 ));
+                if report.uncommitted_count > 0 {
+                    let mut listed = report.uncommitted.join(", ");
+                    if report.uncommitted_count > report.uncommitted.len() {
+                        listed.push_str(", ...");
+                    }
+                    out::line(format!(
+                        "NOT merged: {} uncommitted change(s) left in the kept sandbox ({listed}); \
+                         only commits are merged: commit them in the sandbox and merge again",
+                        report.uncommitted_count
+                    ));
+                }
             }
         }
         SandboxCmd::Cleanup { repo, id } => {

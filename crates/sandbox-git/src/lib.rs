@@ -146,8 +146,8 @@ pub use evidence::{CompletionEvidence, probe_completion_evidence};
 pub use guard::ReadGuard;
 pub use local::{HostEnv, LocalWorktreeBackend, LocalWorktreeConfig, SAFE_ENV_KEYS};
 pub use merge::{
-    MergeOptions, MergeOutcome, MergeReport, is_protected_branch, merge_sandbox,
-    merge_sandbox_by_id,
+    MAX_LISTED_UNCOMMITTED, MergeOptions, MergeOutcome, MergeReport, is_protected_branch,
+    merge_sandbox, merge_sandbox_by_id,
 };
 pub use session::{
     BRANCH_PREFIX, CleanupReport, CreateOptions, SandboxSession, StepOutcome, cleanup_sandbox,

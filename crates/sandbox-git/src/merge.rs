@@ -56,7 +56,18 @@ pub struct MergeReport {
     pub outcome: MergeOutcome,
     /// The cleanup, when [`MergeOptions::cleanup`] was set.
     pub cleanup: Option<CleanupReport>,
+    /// Paths with uncommitted changes (untracked files included) left in
+    /// the kept sandbox: only commits are merged, so these were not (at
+    /// most [`MAX_LISTED_UNCOMMITTED`] are listed).
+    #[serde(default)]
+    pub uncommitted: Vec<String>,
+    /// How many paths have uncommitted changes, listed or not.
+    #[serde(default)]
+    pub uncommitted_count: usize,
 }
+
+/// The most uncommitted paths a [`MergeReport`] lists.
+pub const MAX_LISTED_UNCOMMITTED: usize = 100;
 
 /// True for the protected branch names `main`, `master` and any name starting
 /// with `release`. The comparison ignores ASCII case, so `Main` or
@@ -113,8 +124,12 @@ pub fn merge_sandbox(
         });
     }
 
-    if options.cleanup {
-        refuse_dirty_sandbox(&repo, session)?;
+    let (uncommitted, uncommitted_count) = uncommitted_paths(&repo, session)?;
+    if options.cleanup && uncommitted_count > 0 {
+        return Err(Error::SandboxDirty {
+            id: session.id.clone(),
+            worktree: session.worktree_path.clone(),
+        });
     }
     let outcome = merge_into_head(&repo, &repo_root, session)?;
     drop(repo);
@@ -129,6 +144,8 @@ pub fn merge_sandbox(
         base_branch: session.base_branch.clone(),
         outcome,
         cleanup,
+        uncommitted,
+        uncommitted_count,
     })
 }
 
@@ -145,7 +162,13 @@ pub fn merge_sandbox_by_id(
     merge_sandbox(&mut session, options)
 }
 
-fn refuse_dirty_sandbox(repo: &Repository, session: &SandboxSession) -> Result<(), Error> {
+/// The paths with uncommitted changes in the sandbox's worktree (the first
+/// [`MAX_LISTED_UNCOMMITTED`]) and their count; none for a sandbox with no
+/// worktree.
+fn uncommitted_paths(
+    repo: &Repository,
+    session: &SandboxSession,
+) -> Result<(Vec<String>, usize), Error> {
     let admin_dir = admin::admin_dir(repo.commondir(), &session.id);
     // A half-made sandbox has no worktree to be dirty; a locked one is
     // checked too, since its cleanup only waits for the unlock.
@@ -153,12 +176,12 @@ fn refuse_dirty_sandbox(repo: &Repository, session: &SandboxSession) -> Result<(
         AdminState::Valid { worktree } => worktree,
         AdminState::Locked => match admin::recorded_worktree(&admin_dir) {
             Some(worktree) => worktree,
-            None => return Ok(()),
+            None => return Ok((Vec::new(), 0)),
         },
-        AdminState::Absent | AdminState::Stale { .. } => return Ok(()),
+        AdminState::Absent | AdminState::Stale { .. } => return Ok((Vec::new(), 0)),
     };
     if !worktree.exists() {
-        return Ok(());
+        return Ok((Vec::new(), 0));
     }
     let sandbox =
         Repository::open(&worktree).map_err(|e| Error::git("open worktree", &worktree, e))?;
@@ -166,17 +189,15 @@ fn refuse_dirty_sandbox(repo: &Repository, session: &SandboxSession) -> Result<(
     opts.include_untracked(true)
         .include_ignored(false)
         .exclude_submodules(true);
-    let dirty = !sandbox
+    let statuses = sandbox
         .statuses(Some(&mut opts))
-        .map_err(|e| Error::git("read status", &worktree, e))?
-        .is_empty();
-    if dirty {
-        return Err(Error::SandboxDirty {
-            id: session.id.clone(),
-            worktree,
-        });
-    }
-    Ok(())
+        .map_err(|e| Error::git("read status", &worktree, e))?;
+    let listed = statuses
+        .iter()
+        .take(MAX_LISTED_UNCOMMITTED)
+        .map(|entry| String::from_utf8_lossy(entry.path_bytes()).into_owned())
+        .collect();
+    Ok((listed, statuses.len()))
 }
 
 fn merge_into_head(

@@ -72,6 +72,57 @@ fn create_ls_merge_with_the_protected_branch_guard() {
     );
 }
 
+/// `sandbox merge --keep` with uncommitted work says it merged nothing of
+/// it, naming what was left (the issue: it said "merged").
+#[test]
+fn a_kept_merge_with_uncommitted_work_says_it_was_not_merged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path();
+    git(repo, &["init", "-q"]);
+    std::fs::write(repo.join("a.txt"), "a\n").expect("write");
+    git(repo, &["add", "a.txt"]);
+    git(repo, &["commit", "-qm", "init"]);
+    let out = lionrt(repo, &["--json", "sandbox", "create", "--id", "wip"]);
+    assert!(out.status.success(), "{out:?}");
+    let created: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let worktree = created[0]["worktree_path"]
+        .as_str()
+        .expect("path")
+        .to_owned();
+    std::fs::write(Path::new(&worktree).join("new.txt"), "wip\n").expect("write");
+    let out = lionrt(
+        repo,
+        &["sandbox", "merge", "wip", "--keep", "--allow-protected"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("nothing to merge"), "{text}");
+    assert!(
+        text.contains("NOT merged: 1 uncommitted change(s)"),
+        "{text}"
+    );
+    assert!(text.contains("new.txt"), "{text}");
+    assert!(!repo.join("new.txt").exists());
+    let out = lionrt(
+        repo,
+        &[
+            "--json",
+            "sandbox",
+            "merge",
+            "wip",
+            "--keep",
+            "--allow-protected",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        report["uncommitted"],
+        serde_json::json!(["new.txt"]),
+        "{report}"
+    );
+    assert_eq!(report["outcome"]["kind"], "up_to_date", "{report}");
+}
+
 /// A small xorshift generator: the kill instants only need to spread, and
 /// the seed is printed so a failing run can be replayed.
 struct Instants(u64);

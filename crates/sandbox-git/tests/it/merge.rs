@@ -319,4 +319,28 @@ fn merge_with_cleanup_refuses_a_sandbox_with_uncommitted_work() {
     let report = merge_sandbox(&mut session, &PLAIN).expect("merge");
     assert!(matches!(report.outcome, MergeOutcome::FastForward { .. }));
     assert!(session.worktree_path.join("not committed.txt").is_file());
+    // The report says what was left behind, not merged.
+    assert_eq!(report.uncommitted, ["not committed.txt"]);
+    assert_eq!(report.uncommitted_count, 1);
+}
+
+/// A kept sandbox with only uncommitted work merges nothing, and its report
+/// says so: each path left, tracked edits and untracked files alike.
+#[test]
+fn a_kept_merge_reports_the_uncommitted_work_it_did_not_merge() {
+    let repo = TestRepo::new("work");
+    let mut session = create(&repo, "wip-sb");
+    commit_file(&session.worktree_path, "tracked.txt", "one", "tracked");
+    let report = merge_sandbox(&mut session, &PLAIN).expect("merge");
+    assert!(report.uncommitted.is_empty(), "{report:?}");
+    std::fs::write(session.worktree_path.join("tracked.txt"), "two").expect("edit");
+    std::fs::write(session.worktree_path.join("new.txt"), "new").expect("write");
+    let before = repo.branch_tip("work");
+    let report = merge_sandbox(&mut session, &PLAIN).expect("merge");
+    assert_eq!(report.outcome, MergeOutcome::UpToDate);
+    assert_eq!(repo.branch_tip("work"), before);
+    let mut left = report.uncommitted.clone();
+    left.sort();
+    assert_eq!(left, ["new.txt", "tracked.txt"]);
+    assert_eq!(report.uncommitted_count, 2);
 }
