@@ -180,6 +180,36 @@ pub fn hook_arg_path(arg: &str) -> Option<&str> {
     arg.strip_prefix("./")
 }
 
+/// The bundle path a trust record's key names: the key with one leading
+/// `./` dropped, as [`hook_arg_path`] reads a hook argument (the original
+/// keys a hook's file `./hooks/x.sh`, the same file as `hooks/x.sh`).
+pub(crate) fn record_key_path(key: &str) -> &str {
+    key.strip_prefix("./").unwrap_or(key)
+}
+
+/// A record's targets keyed by the bundle path each names
+/// ([`record_key_path`]). Two keys naming one file must pin the same hash;
+/// if they disagree the file counts as unpinned (`None`), so it is never
+/// trusted: fail closed.
+pub(crate) fn pinned_targets(
+    targets: &std::collections::BTreeMap<String, Option<String>>,
+) -> std::collections::BTreeMap<String, Option<String>> {
+    let mut pinned = std::collections::BTreeMap::new();
+    for (key, hash) in targets {
+        let path = record_key_path(key).to_owned();
+        match pinned.get(&path) {
+            Some(seen) if seen != hash => {
+                pinned.insert(path, None);
+            }
+            Some(_) => {}
+            None => {
+                pinned.insert(path, hash.clone());
+            }
+        }
+    }
+    pinned
+}
+
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
@@ -327,6 +357,35 @@ impl Manifest {
             paths.insert(provider.module.clone());
         }
         paths
+    }
+
+    /// The keys a trust record gives the declared files, spelled as the
+    /// original writes them, so a record either tool writes reads the same
+    /// in the other: a hook argument as written (`./hooks/audit.sh`), every
+    /// other path as declared. [`record_key_path`] maps each back to the
+    /// bundle path of [`declared_paths`](Self::declared_paths).
+    pub fn declared_record_keys(&self) -> BTreeSet<String> {
+        let caps = &self.capabilities;
+        let mut keys = BTreeSet::new();
+        for tool in &caps.tools {
+            if let Ok(target) = parse_tool_target(&tool.target) {
+                keys.insert(target.path);
+            }
+        }
+        for hook in self.hooks() {
+            for arg in &hook.1.command {
+                if hook_arg_path(arg).is_some() {
+                    keys.insert(arg.clone());
+                }
+            }
+        }
+        for path in caps.agents.iter().chain(&caps.playbooks).chain(&caps.packs) {
+            keys.insert(path.clone());
+        }
+        for provider in &caps.providers {
+            keys.insert(provider.module.clone());
+        }
+        keys
     }
 
     /// Resolves a tool name to its file and callable, through

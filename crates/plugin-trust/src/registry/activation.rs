@@ -200,6 +200,7 @@ impl Registry {
         let settings = settings::load(&self.settings)?;
         let record = settings
             .trust_record(plugin)
+            .map(super::trust::pinned_record)
             .ok_or_else(|| Error::Untrusted {
                 plugin: plugin.to_owned(),
             })?;

@@ -7,7 +7,7 @@ use super::Registry;
 use super::discovery::same_bundle;
 use crate::bundle_fs::BundleDir;
 use crate::error::{Error, Result};
-use crate::manifest::hex;
+use crate::manifest::{hex, pinned_targets, record_key_path};
 use crate::settings::{self, Settings, TrustRecord};
 use crate::version::{COMPAT_VERSION, specifier_admits};
 use crate::wire::{
@@ -62,7 +62,7 @@ impl Registry {
         let dir_path = self.bundle_dir(plugin)?;
         let manifest = self.rescan(plugin, &dir_path)?;
         let settings = settings::load(&self.settings)?;
-        let record = settings.trust_record(plugin);
+        let record = settings.trust_record(plugin).map(pinned_record);
         let current_manifest = manifest.sha256();
         let manifest_check = check(
             record.as_ref().map(|r| r.manifest.clone()),
@@ -216,7 +216,10 @@ impl Registry {
         })?;
         let mut buf = vec![0u8; 64 * 1024];
         let mut targets = BTreeMap::new();
-        for path in manifest.declared_paths() {
+        // Keyed as the original keys them (a hook's `./x`), hashed at the
+        // bundle path each names.
+        for key in manifest.declared_record_keys() {
+            let path = record_key_path(&key).to_owned();
             let digest = dir
                 .hash(&path, self.config.max_file_size, &mut buf)
                 .map_err(|source| Error::Unreadable {
@@ -224,7 +227,7 @@ impl Registry {
                     path: path.clone(),
                     source,
                 })?;
-            targets.insert(path, Some(hex(&digest)));
+            targets.insert(key, Some(hex(&digest)));
         }
         let record = TrustRecord {
             manifest: manifest.sha256(),
@@ -237,8 +240,8 @@ impl Registry {
                 .iter()
                 .map(|f| (f.path.as_str(), f.sha256.as_deref()))
                 .collect();
-            let now_files: BTreeMap<&str, Option<&str>> = record
-                .targets
+            let pinned = pinned_targets(&record.targets);
+            let now_files: BTreeMap<&str, Option<&str>> = pinned
                 .iter()
                 .map(|(p, h)| (p.as_str(), h.as_deref()))
                 .collect();
@@ -317,4 +320,11 @@ pub(super) fn check(recorded: Option<String>, current: Option<String>) -> HashCh
         current,
         matches,
     }
+}
+
+/// A record as this crate compares it: its targets keyed by bundle path
+/// ([`pinned_targets`]), whichever tool wrote it.
+pub(super) fn pinned_record(mut record: TrustRecord) -> TrustRecord {
+    record.targets = pinned_targets(&record.targets);
+    record
 }

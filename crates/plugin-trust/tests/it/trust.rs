@@ -58,10 +58,17 @@ fn trust_record_has_the_original_format_and_other_keys_survive() {
         "731b932d2ac6a7920d93f68f3f3c72c9cf74a6c063eb63dfc7f5e8e106c8a312"
     );
     for (rel, content) in KIT_FILES {
+        // A hook's file is keyed as its argument is written (`./hooks/x`),
+        // as the original keys it.
+        let key = if rel.starts_with("hooks/") {
+            format!("./{rel}")
+        } else {
+            (*rel).to_owned()
+        };
         assert_eq!(
-            record["targets"][*rel],
+            record["targets"][key.as_str()],
             sha256_hex(content.as_bytes()),
-            "{rel}"
+            "{key}"
         );
     }
     assert_eq!(
@@ -290,4 +297,35 @@ fn a_trusted_plugin_whose_manifest_breaks_lists_as_changed_with_the_reason() {
             .activate("kit", &Target::Pack("packs/base.yaml".into()))
             .is_err()
     );
+}
+
+/// One file under two keys that disagree (`hooks/pre.sh` and li's
+/// `./hooks/pre.sh` with different hashes) pins nothing: not trusted, never
+/// activated. Two keys agreeing on the hash are one pin.
+#[test]
+fn two_spellings_of_one_file_must_agree_on_its_hash() {
+    let env = Env::new();
+    env.kit();
+    let registry = env.registry();
+    registry.trust("kit").expect("trust");
+    let text = env.settings_text();
+    let pre = sha256_hex(b"#!/bin/sh\necho \"pre $1\"\n");
+    let line = format!("      ./hooks/pre.sh: {pre}\n");
+    assert!(text.contains(&line), "{text}");
+    let agreeing = text.replace(&line, &format!("{line}      hooks/pre.sh: {pre}\n"));
+    env.write_settings(&agreeing);
+    assert_eq!(
+        registry.verify("kit").expect("verify").state,
+        TrustState::Trusted
+    );
+    let other = sha256_hex(b"something else");
+    env.write_settings(&text.replace(&line, &format!("{line}      hooks/pre.sh: {other}\n")));
+    assert_eq!(
+        registry.verify("kit").expect("verify").state,
+        TrustState::Changed
+    );
+    let err = registry
+        .activate("kit", &Target::Agent("agents/reviewer.md".into()))
+        .expect_err("a disputed pin trusts nothing");
+    assert!(matches!(err, Error::Changed { .. }), "{err}");
 }
