@@ -607,3 +607,78 @@ fn reading_verbs_never_migrate_an_older_store() {
     assert!(version(&db) > older);
     assert!(lionrt(&db, &["schedule", "ls"]).status.success());
 }
+
+/// With lionagi 0.36.0 itself (`LIONRT_TEST_LI`, installed by CI): a home
+/// holding li's store, li's settings with its trust record and a plugin
+/// bundle goes through every lionrt verb (on li's store: each refused;
+/// on lionrt's own default store: `run`, `import`, `plugin ls`), and
+/// afterwards li's files are byte-identical and `li state ls` and `li plugin
+/// list` still work, the plugin still trusted.
+#[test]
+fn li_still_works_in_its_home_after_every_lionrt_verb() {
+    let Some(li) = std::env::var_os("LIONRT_TEST_LI") else {
+        #[allow(clippy::print_stderr, reason = "a skipped test says why")]
+        {
+            eprintln!("skipping the li home test: LIONRT_TEST_LI (the path of li) is not set");
+        }
+        return;
+    };
+    let home = tempfile::tempdir().expect("tempdir");
+    let li_home = home.path().join(".lionagi");
+    let plugins = li_home.join("plugins");
+    std::fs::create_dir_all(&plugins).expect("mkdir");
+    let db = li_home.join("state.db");
+    std::fs::copy(li_fixture(), &db).expect("copy");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/plugins");
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(fixtures.join("hello"))
+        .arg(&plugins)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let bundle = std::fs::canonicalize(plugins.join("hello")).expect("canonical");
+    let settings = li_home.join("settings.yaml");
+    let record = std::fs::read_to_string(fixtures.join("li-written/settings.yaml"))
+        .expect("li's record")
+        .replace("@BUNDLE@", bundle.to_str().expect("utf-8"));
+    std::fs::write(&settings, record).expect("write");
+    let li_files = || [&db, &settings].map(|f| std::fs::read(f).expect("read li's file"));
+    let before = li_files();
+
+    every_verb_refuses(home.path(), &db, "lionagi's store");
+    for verb in [
+        &["run", "--session", "beside-li"][..],
+        &["state", "import", "--from-lionagi"],
+        &["--json", "plugin", "ls"],
+        &["sessions", "ls"],
+        &["doctor"],
+    ] {
+        let out = bin(home.path()).args(verb).output().expect("lionrt");
+        assert!(
+            out.status.success() || verb == ["doctor"],
+            "{verb:?}: {out:?}"
+        );
+    }
+    assert_eq!(li_files(), before, "a lionrt verb changed li's files");
+
+    let li_says = |args: &[&str]| -> String {
+        let out = crate::offline(&li)
+            .args(args)
+            .env("HOME", home.path())
+            .env_remove("LIONAGI_HOME")
+            .output()
+            .expect("li");
+        assert!(out.status.success(), "li {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ls = li_says(&["state", "ls"]);
+    assert!(!ls.trim().is_empty(), "li state ls printed nothing");
+    let plugins_listed = li_says(&["plugin", "list"]);
+    assert!(
+        plugins_listed
+            .lines()
+            .any(|l| l.starts_with("hello ") && l.contains("active")),
+        "{plugins_listed}"
+    );
+}

@@ -72,3 +72,22 @@ pub(crate) fn stdout_json(out: &Output) -> serde_json::Value {
     let text = text.trim().lines().last().unwrap_or_default();
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
+
+/// A command for a third-party program (lionagi's `li`) in a network
+/// namespace with only loopback where `unshare --net` works here, so it
+/// cannot reach the network; plainly otherwise.
+pub(crate) fn offline(program: &std::ffi::OsStr) -> Command {
+    let netns = Command::new("unshare")
+        .args(["--net", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if netns {
+        let mut c = Command::new("unshare");
+        c.arg("--net").arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
+}

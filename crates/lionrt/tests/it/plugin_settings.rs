@@ -176,17 +176,7 @@ fn trust_holds_across_li_and_lionrt_both_ways() {
         return;
     };
     let li_state = |home: &Path| -> String {
-        let mut command = if Command::new("unshare")
-            .args(["--net", "true"])
-            .status()
-            .is_ok_and(|s| s.success())
-        {
-            let mut c = Command::new("unshare");
-            c.arg("--net").arg(&li);
-            c
-        } else {
-            Command::new(&li)
-        };
+        let mut command = crate::offline(&li);
         let out = command
             .args(["plugin", "list"])
             .env("HOME", home)
@@ -202,7 +192,7 @@ fn trust_holds_across_li_and_lionrt_both_ways() {
             .to_owned()
     };
     let li_trust = |home: &Path| {
-        let out = Command::new(&li)
+        let out = crate::offline(&li)
             .args(["plugin", "trust", "hello", "--yes"])
             .env("HOME", home)
             .env_remove("LIONAGI_HOME")
