@@ -1,9 +1,10 @@
 //! `lionrt serve`: the live web monitor (crate `web-monitor`) over the
 //! store `--db` names. This module picks the concrete pieces: the
-//! read-only source (a SQLite file or a PostgreSQL schema), the kill
-//! action through `runner::kill_session` (the path `lionrt kill` takes,
-//! with the actor `operator:web:<peer>`), the redaction of the CLI's
-//! secrets, and the listener.
+//! read-only source (a SQLite file or a PostgreSQL schema), the actions
+//! (kill through `runner::kill_session`, the path `lionrt kill` takes;
+//! outbox retry through `outbox::revive_dispatches`, the path of `lionrt
+//! outbox retry`; both with the actor `operator:web:<peer>`), the
+//! redaction of the CLI's secrets, and the listener.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -17,6 +18,7 @@ use lifecycle_core::{Actor, ActorType, SessionRecorder};
 use serde_json::Value;
 use web_monitor::{ActionError, Actions, Config, Monitor, PostgresSource, Source, SqliteSource};
 
+use crate::notify_wiring::RefreshOutcomes;
 use crate::out;
 
 #[derive(Debug, Args)]
@@ -54,12 +56,46 @@ impl ServeArgs {
     }
 }
 
-/// The kill action over a writable store.
-struct Kill<R> {
+/// The actions over a writable store: kill (the session recorder) and
+/// outbox retry (the outbox, refreshing a run's notify outcome as the CLI
+/// does).
+struct WebActions<R, O> {
     store: R,
+    outbox: O,
 }
 
-impl<R: SessionRecorder + Send + Sync + 'static> Actions for Kill<R> {
+impl<R, O> Actions for WebActions<R, O>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+    O: ::outbox::OutboxStore + Send + Sync + 'static,
+{
+    fn retry_outbox(&self, id: &str, actor: &str) -> Result<Value, ActionError> {
+        let actor = Actor::new(ActorType::Operator, actor);
+        let selection = ::outbox::ReviveSelection::Ids(vec![id.to_owned()]);
+        let options = ::outbox::ReviveOptions { expires_at: None };
+        let revived = ::outbox::revive_dispatches(
+            &self.outbox,
+            &::outbox::SystemClock,
+            &selection,
+            &options,
+            &actor,
+        )
+        .map_err(|e| ActionError::Failed(format!("{e:#}")))?;
+        let Some(r) = revived.first() else {
+            return Err(ActionError::NotFound(format!("no dispatch {id:?}")));
+        };
+        if r.revived {
+            serde_json::to_value(r).map_err(|e| ActionError::Failed(e.to_string()))
+        } else {
+            let why = r.detail.clone().unwrap_or_else(|| "not revived".into());
+            if self.outbox.get(id).ok().flatten().is_none() {
+                Err(ActionError::NotFound(format!("no dispatch {id:?}")))
+            } else {
+                Err(ActionError::Conflict(format!("{id}: {why}")))
+            }
+        }
+    }
+
     fn kill(&self, session: &str, actor: &str) -> Result<Value, ActionError> {
         let actor = Actor::new(ActorType::Operator, actor);
         match runner::kill_session(
@@ -117,8 +153,9 @@ pub(crate) fn run(db: &Path, _json: bool, args: ServeArgs) -> Result<ExitCode> {
             let actions = if args.read_only {
                 None
             } else {
-                Some(Arc::new(Kill {
+                Some(Arc::new(WebActions {
                     store: crate::pg::open(&url)?,
+                    outbox: RefreshOutcomes(state_postgres::PgOutbox::new(crate::pg::open(&url)?)),
                 }) as Arc<dyn Actions>)
             };
             (Arc::new(PostgresSource::new(reader.into_store())), actions)
@@ -128,8 +165,11 @@ pub(crate) fn run(db: &Path, _json: bool, args: ServeArgs) -> Result<ExitCode> {
             let actions = if args.read_only {
                 None
             } else {
-                Some(Arc::new(Kill {
+                Some(Arc::new(WebActions {
                     store: crate::state::open_store(db)?,
+                    outbox: RefreshOutcomes(state_sqlite::SqliteOutbox::new(
+                        crate::state::open_store(db)?,
+                    )),
                 }) as Arc<dyn Actions>)
             };
             (

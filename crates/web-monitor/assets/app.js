@@ -316,8 +316,16 @@ async function admin() {
         el("td", {}, r.id), el("td", {}, r.schedule_id || "-"), el("td", {}, status(r.status)), el("td", {}, r.reason_code || ""),
         el("td", {}, r.session_id ? el("a", { href: "/session/" + encodeURIComponent(r.session_id) }, r.session_id) : "-"), el("td", {}, when(r.created_at)))) : [empty(6, "No runs.")]));
       counts.textContent = Object.entries(o.counts).map(([k, v]) => k + ": " + v).join(" · ") || "empty";
-      outbox.replaceChildren(...(o.items.length ? o.items.map((r) => el("tr", {},
-        el("td", {}, r.id), el("td", {}, status(r.status)), el("td", { class: "num" }, r.attempt + "/" + r.max_attempts),
+      const retry = (r) => async (e) => {
+        try {
+          await api("/api/outbox/" + encodeURIComponent(r.id) + "/retry", { method: "POST", headers: { "X-CSRF-Token": META.csrf } });
+          load();
+        } catch (err) { e.target.replaceWith(el("span", { class: "error" }, "refused: " + err.message)); }
+      };
+      const revivable = (r) => META.actions && (r.status === "dead_letter" || r.status === "expired");
+      outbox.replaceChildren(...(o.items.length ? o.items.map((r) => el("tr", { "data-dispatch": r.id },
+        el("td", {}, r.id), el("td", {}, status(r.status),
+          revivable(r) ? el("button", { class: "danger", "data-retry": r.id, onclick: retry(r) }, "Retry") : null), el("td", { class: "num" }, r.attempt + "/" + r.max_attempts),
         el("td", {}, when(r.next_attempt_at)), el("td", { class: "muted" }, r.last_error || ""), el("td", {}, when(r.updated_at)))) : [empty(6, "The outbox is empty.")]));
       audit.replaceChildren(...(a.items.length ? a.items.map((r) => el("tr", { "data-admin": r.id },
         el("td", {}, when(r.created_at)), el("td", {}, r.kind), el("td", {}, (r.entity_type || "-") + " " + (r.entity_id || "")),

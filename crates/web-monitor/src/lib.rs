@@ -73,6 +73,14 @@ pub trait Actions: Send + Sync + 'static {
     ///
     /// [`ActionError`] with the CLI's own message.
     fn kill(&self, session: &str, actor: &str) -> Result<Value, ActionError>;
+
+    /// Revives a `dead_letter` or `expired` outbox row (`lionrt outbox
+    /// retry`), recorded with `actor`. Returns the row's revival.
+    ///
+    /// # Errors
+    ///
+    /// [`ActionError`] with the CLI's own message.
+    fn retry_outbox(&self, id: &str, actor: &str) -> Result<Value, ActionError>;
 }
 
 /// How a server runs.
@@ -222,6 +230,7 @@ impl Monitor {
             .route("/api/sessions/{id}", get(api_session))
             .route("/api/sessions/{id}/messages", get(api_messages))
             .route("/api/sessions/{id}/kill", post(api_kill))
+            .route("/api/outbox/{id}/retry", post(api_retry))
             .route("/api/schedules", get(api_schedules))
             .route("/api/outbox", get(api_outbox))
             .route("/api/admin-events", get(api_admin_events))
@@ -592,19 +601,40 @@ async fn api_events(
     r
 }
 
+/// The peer's address, as the actor id's tail.
+fn peer(req: &Request) -> String {
+    req.extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "unknown".to_owned(), |c| c.0.to_string())
+}
+
 async fn api_kill(State(m): State<Arc<Monitor>>, Path(id): Path<String>, req: Request) -> Response {
+    let peer = peer(&req);
+    act(&m, peer, move |a, actor| a.kill(&id, actor)).await
+}
+
+async fn api_retry(
+    State(m): State<Arc<Monitor>>,
+    Path(id): Path<String>,
+    req: Request,
+) -> Response {
+    let peer = peer(&req);
+    act(&m, peer, move |a, actor| a.retry_outbox(&id, actor)).await
+}
+
+/// Runs an action with the actor `web:<peer>` on a blocking thread.
+async fn act<F>(m: &Arc<Monitor>, peer: String, f: F) -> Response
+where
+    F: FnOnce(&dyn Actions, &str) -> Result<Value, ActionError> + Send + 'static,
+{
     let Some(actions) = m.actions.clone() else {
         return m.error(
             StatusCode::FORBIDDEN,
             "this server is read-only (started with --read-only): no actions",
         );
     };
-    let peer = req
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or_else(|| "unknown".to_owned(), |c| c.0.to_string());
     let actor = format!("web:{peer}");
-    let done = tokio::task::spawn_blocking(move || actions.kill(&id, &actor)).await;
+    let done = tokio::task::spawn_blocking(move || f(&*actions, &actor)).await;
     match done {
         Ok(Ok(report)) => m.reply(StatusCode::OK, &report),
         Ok(Err(ActionError::NotFound(e))) => m.error(StatusCode::NOT_FOUND, &e),

@@ -1102,3 +1102,93 @@ fn chromium_shows_a_running_legs_messages_as_they_are_pushed() {
     );
     assert!(dom.contains("status-completed"), "the end came by push too");
 }
+
+#[test]
+fn an_outbox_retry_from_the_page_is_recorded_with_its_web_actor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let dbs = db.display().to_string();
+    ok(lionrt_env(&dbs, None).args(["state", "init"]));
+    let out = ok(lionrt_env(&dbs, None).args([
+        "--json",
+        "outbox",
+        "enqueue",
+        "--max-attempts",
+        "1",
+        "hello",
+        "--",
+        "/bin/false",
+    ]));
+    let id = crate::stdout_json(&out)["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    ok(lionrt_env(&dbs, None).args(["outbox", "deliver"]));
+    let served = Served::start(&db, &[], &[]);
+    let row = &served.json("/api/outbox")["items"][0];
+    assert_eq!(row["id"], id.as_str());
+    assert_eq!(row["status"], "dead_letter");
+    let csrf = served.json("/api/meta")["csrf"]
+        .as_str()
+        .expect("csrf")
+        .to_owned();
+    let origin = format!("http://{}", served.addr);
+    let retry = format!("/api/outbox/{id}/retry");
+    assert_eq!(
+        served.request("POST", &retry, &[("Origin", &origin)]).0,
+        403,
+        "no CSRF token"
+    );
+    assert_eq!(
+        served.json("/api/outbox")["items"][0]["status"],
+        "dead_letter"
+    );
+    let (status, _, body) = served.request(
+        "POST",
+        &retry,
+        &[("Origin", &origin), ("X-CSRF-Token", &csrf)],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).expect("json")["revived"],
+        true
+    );
+    let out = ok(lionrt_env(&dbs, None).args(["--json", "outbox", "show", &id]));
+    let v = crate::stdout_json(&out);
+    assert_eq!(v["dispatch"]["status"], "pending");
+    let last = v["history"]
+        .as_array()
+        .and_then(|h| h.last())
+        .cloned()
+        .expect("history");
+    assert_eq!(last["to_status"], "pending");
+    assert_eq!(last["actor_type"], "operator");
+    assert!(
+        last["actor_id"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("web:127.0.0.1:"),
+        "{last}"
+    );
+    // Pending now: nothing to revive.
+    assert_eq!(
+        served
+            .request(
+                "POST",
+                &retry,
+                &[("Origin", &origin), ("X-CSRF-Token", &csrf)]
+            )
+            .0,
+        409
+    );
+    assert_eq!(
+        served
+            .request(
+                "POST",
+                "/api/outbox/dsp-none/retry",
+                &[("Origin", &origin), ("X-CSRF-Token", &csrf)]
+            )
+            .0,
+        404
+    );
+}
