@@ -137,7 +137,7 @@ fn redactor(token: Option<&str>) -> cli_supervisor::Redactor {
     r
 }
 
-pub(crate) fn run(db: &Path, _json: bool, args: ServeArgs) -> Result<ExitCode> {
+pub(crate) fn run(db: &Path, json: bool, args: ServeArgs) -> Result<ExitCode> {
     let mut config = Config::new(args.listen);
     config.token = args.token.clone().filter(|t| !t.is_empty());
     config.read_only = args.read_only;
@@ -187,7 +187,15 @@ pub(crate) fn run(db: &Path, _json: bool, args: ServeArgs) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    out::line(format!("http://{listen}/"));
+    // The address first (port 0 picked one), flushed: a caller waits for it.
+    if json {
+        out::json(&serde_json::json!({
+            "url": format!("http://{listen}/"), "listen": listen.to_string(),
+            "read_only": args.read_only, "token_required": args.token.is_some(),
+        }));
+    } else {
+        out::line(format!("http://{listen}/"));
+    }
     out::finish()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(listener)?;

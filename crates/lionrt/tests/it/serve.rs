@@ -712,6 +712,24 @@ fn the_host_is_checked_and_off_loopback_a_token_is_required() {
     let (status, _, _) = served.request("GET", "/", &[("Host", &format!("localhost:{port}"))]);
     assert_eq!(status, 200);
     drop(served);
+    // --json: the address as a JSON line, for machines.
+    let mut child = lionrt_env(&db.display().to_string(), None)
+        .args(["--json", "serve", "--listen", "127.0.0.1:0", "--read-only"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let line = crate::read_url(&mut child);
+    let _ = child.kill();
+    let _ = child.wait();
+    let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert!(
+        v["url"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("http://127.0.0.1:"),
+        "{v}"
+    );
+    assert_eq!(v["read_only"], true);
     // Off loopback without a token: refused before listening.
     let out = lionrt_env(&db.display().to_string(), None)
         .args(["serve", "--listen", "0.0.0.0:0"])
