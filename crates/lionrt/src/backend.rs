@@ -187,6 +187,11 @@ impl Postgres {
             store: PgStore::new(engine),
         })
     }
+
+    /// The read-only store itself (for `serve`).
+    pub(crate) fn into_store(self) -> PgStore {
+        self.store
+    }
 }
 
 impl Backend for Postgres {

@@ -151,6 +151,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ),
     ("monitor", "lionrt monitor --watch --interval 2"),
     ("lifecycle", "lionrt lifecycle run-1730000000000000 --json"),
+    ("serve", "lionrt serve --listen 127.0.0.1:8765 --read-only"),
     ("doctor", "lionrt doctor --json"),
     (
         "completions",

@@ -31,7 +31,7 @@ pub(crate) struct KillArgs {
     grace: f64,
 }
 
-fn procs() -> Processes<'static> {
+pub(crate) fn procs() -> Processes<'static> {
     Processes {
         table: &ProcTable,
         signaller: &OsSignaller,

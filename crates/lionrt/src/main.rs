@@ -34,6 +34,7 @@ mod run;
 mod runopts;
 mod sandbox;
 mod schedule;
+mod serve;
 mod sessions;
 mod state;
 mod view;
@@ -106,6 +107,10 @@ enum Command {
     Monitor(monitor::MonitorArgs),
     /// The status history of everything a run id names, as one timeline.
     Lifecycle(lifecycle::LifecycleArgs),
+    /// A live web monitor of the store: fleet, session timelines and
+    /// messages, schedules, outbox, audit and costs, pushed over
+    /// server-sent events; loopback only unless --token is given.
+    Serve(serve::ServeArgs),
     /// Check the environment: SQLite and its WAL fix, the database,
     /// settings, plugin dirs, agent CLIs on PATH, cgroup v2 and pidfd.
     Doctor(doctor::DoctorArgs),
@@ -156,12 +161,14 @@ fn access(command: &Command) -> Option<dbpath::Access> {
         ) => Read,
         Command::Schedule(schedule::ScheduleCmd::Validate { .. }) => return None,
         Command::Sessions(_) | Command::Monitor(_) | Command::Lifecycle(_) => Read,
+        Command::Serve(args) if args.read_only() => Read,
         Command::Outbox(_)
         | Command::Run(_)
         | Command::Kill(_)
         | Command::Mirror(_)
         | Command::Schedule(_)
-        | Command::Daemon(_) => Write,
+        | Command::Daemon(_)
+        | Command::Serve(_) => Write,
         Command::Admission(_)
         | Command::Mcp(_)
         | Command::Sandbox(_)
@@ -179,7 +186,8 @@ fn access(command: &Command) -> Option<dbpath::Access> {
 fn reads_through_the_store(command: &Command) -> bool {
     matches!(
         command,
-        Command::Outbox(outbox::OutboxCmd::Ls { .. } | outbox::OutboxCmd::Show { .. })
+        Command::Serve(_)
+            | Command::Outbox(outbox::OutboxCmd::Ls { .. } | outbox::OutboxCmd::Show { .. })
             | Command::Schedule(
                 schedule::ScheduleCmd::Ls
                     | schedule::ScheduleCmd::Show { .. }
@@ -264,6 +272,7 @@ fn main() -> ExitCode {
         Command::Sessions(cmd) => sessions::run(&cli.db, cli.json, cmd),
         Command::Monitor(args) => monitor::run(&cli.db, cli.json, args),
         Command::Lifecycle(args) => lifecycle::run(&cli.db, cli.json, args),
+        Command::Serve(args) => serve::run(&cli.db, cli.json, args),
         Command::Doctor(args) => doctor::run(&cli.db, cli.json, args),
         Command::Completions { shell } => {
             // Generated into memory: clap_complete panics on a failed write.

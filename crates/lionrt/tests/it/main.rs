@@ -25,6 +25,7 @@ mod run;
 mod sandbox;
 mod schedule;
 mod secrets;
+mod serve;
 mod state;
 
 use std::path::Path;
