@@ -252,7 +252,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
         Command::Admission(cmd) => admission::run(cli.json, cmd),
-        Command::Mcp(cmd) => mcp::run(cli.json, cmd),
+        Command::Mcp(cmd) => mcp::run(&cli.db, cli.json, cmd),
         Command::Sandbox(cmd) => sandbox::run(cli.json, cmd),
         Command::Plugin(args) => plugin::run(cli.json, args),
         Command::Outbox(cmd) => self::outbox::run(&cli.db, cli.json, cmd),
