@@ -626,3 +626,83 @@ fn a_job_outlives_a_killed_server_and_a_new_server_reads_it_to_its_end() {
         client.cancel().await.expect("close");
     });
 }
+
+/// The time from `start` until `session`'s leg is recorded in the store.
+async fn until_leg(db: &Path, session: &str, start: Instant) -> Duration {
+    let found = until(Duration::from_secs(60), || {
+        store(db)
+            .session(session)
+            .ok()
+            .flatten()
+            .and_then(|s| s.leg())
+            .is_some()
+    })
+    .await;
+    assert!(found, "{session}: no leg recorded");
+    start.elapsed()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The figure issue 30 asks for: submit-to-leg-start through the server
+/// against `lionrt run`'s own start-to-leg-start, on the same store and
+/// machine (the median of three each; both polled the same way).
+#[test]
+fn submit_to_leg_start_latency_against_lionrt_runs_own_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let slow = dir.path().join("slow.json");
+    std::fs::write(
+        &slow,
+        r#"[{"type": "tool_call", "id": "t", "name": "sleep", "arguments": {"ms": 800}}]"#,
+    )
+    .expect("script");
+    runtime().block_on(async {
+        let mut child = server(&db, &[], &dir.path().join("server.log"));
+        let client = stdio_client(&mut child).await;
+        let (mut served, mut direct) = (Vec::new(), Vec::new());
+        for i in 0..3 {
+            let id = format!("served-{i}");
+            let start = Instant::now();
+            op(
+                &client,
+                "run.submit",
+                json!({"script_path": slow, "session": id}),
+            )
+            .await;
+            served.push(until_leg(&db, &id, start).await);
+            op(&client, "job.wait", json!({"session": id, "timeout_s": 60})).await;
+
+            let id = format!("direct-{i}");
+            let start = Instant::now();
+            let mut run = tokio::process::Command::new(env!("CARGO_BIN_EXE_lionrt"))
+                .arg("--db")
+                .arg(&db)
+                .args(["run", "--session", &id, "--script"])
+                .arg(&slow)
+                .env_remove("LIONRT_DB")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("lionrt run");
+            direct.push(until_leg(&db, &id, start).await);
+            assert!(run.wait().await.expect("run ends").success());
+        }
+        let (served, direct) = (median(served), median(direct));
+        #[allow(clippy::print_stderr, reason = "the figure the test measures")]
+        {
+            eprintln!(
+                "submit-to-leg-start: {:.1} ms through mcp serve, {:.1} ms for lionrt run's own start",
+                served.as_secs_f64() * 1000.0,
+                direct.as_secs_f64() * 1000.0
+            );
+        }
+        // Both start a leg; the server adds a spawn and a store poll, not a
+        // different path.
+        assert!(served < Duration::from_secs(30) && direct < Duration::from_secs(30));
+        client.cancel().await.expect("close");
+    });
+}
