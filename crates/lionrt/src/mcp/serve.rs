@@ -8,6 +8,10 @@
 //! run` processes recorded in the store (see `jobs`), so the server keeps
 //! no state of its own: a restarted server reads the same jobs.
 //!
+//! A call holding a `job.wait`, from a client that declared the MCP Tasks
+//! extension, runs as a task (`tasks/get` polls it, `tasks/cancel` ends the
+//! legs of the jobs it waits on); other clients poll `job.wait`.
+//!
 //! HTTP listens on loopback only unless a bearer token is configured, and
 //! the `Host` header must name an allowed host (rmcp's DNS-rebinding check,
 //! with the loopback names and the bound address).
@@ -24,11 +28,13 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, GetTaskParams, GetTaskResult, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::{Map, Value, json};
 
 use jobs::Place;
@@ -135,6 +141,7 @@ pub(crate) fn run(db: &std::path::Path, args: ServeArgs) -> Result<ExitCode> {
             use rmcp::ServiceExt;
             let running = Lion {
                 place: Arc::clone(&place),
+                tasks: TaskManager::new(),
             }
             .serve(rmcp::transport::stdio())
             .await
@@ -159,10 +166,12 @@ async fn serve_http(place: Arc<Place>, addr: SocketAddr, args: &ServeArgs) -> Re
     hosts.push(bound.ip().to_string());
     hosts.extend(args.allow_hosts.iter().cloned());
     let config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    let tasks = TaskManager::new();
     let service = StreamableHttpService::new(
         move || {
             Ok(Lion {
                 place: Arc::clone(&place),
+                tasks: tasks.clone(),
             })
         },
         Arc::new(LocalSessionManager::default()),
@@ -240,10 +249,12 @@ fn unauthorized() -> http::Response<
     response
 }
 
-/// The server: where it works (the store, the jobs' directory).
+/// The server: where it works (the store, the jobs' directory), and the
+/// MCP Tasks it materialized (shared by every HTTP session).
 #[derive(Clone)]
 struct Lion {
     place: Arc<Place>,
+    tasks: TaskManager,
 }
 
 impl Lion {
@@ -260,7 +271,12 @@ impl Lion {
         format!("mcp:{name}")
     }
 
-    async fn op(&self, caller: &str, op: &Value, context: &RequestContext<RoleServer>) -> Value {
+    /// Runs one op; `cancelled` gives the future a long verb (`job.wait`)
+    /// ends early on (the request's cancellation, or the task's).
+    async fn op<F>(&self, caller: &str, op: &Value, cancelled: impl FnOnce() -> F) -> Value
+    where
+        F: std::future::Future<Output = ()>,
+    {
         let (verb, args) = match verbs::check(op) {
             Ok(v) => v,
             Err(refusal) => {
@@ -274,7 +290,7 @@ impl Lion {
             "job.status" => jobs::status(place, &args),
             "job.output" => jobs::output(place, &args),
             "job.list" => jobs::list(place, &args),
-            "job.wait" => jobs::wait(place, &args, context.ct.clone().cancelled_owned()).await,
+            "job.wait" => jobs::wait(place, &args, cancelled()).await,
             "job.kill" => jobs::kill(place, caller, &args).await,
             "job.timeline" => jobs::timeline(place, &args),
             other => jobs::cli_read(place, other, &args).await,
@@ -286,7 +302,7 @@ impl Lion {
     }
 }
 
-fn answer(value: &Value, is_error: bool) -> CallToolResponse {
+fn result(value: &Value, is_error: bool) -> CallToolResult {
     let text = serde_json::to_string(value).unwrap_or_default();
     let mut result = if is_error {
         CallToolResult::error(vec![ContentBlock::text(text)])
@@ -294,16 +310,83 @@ fn answer(value: &Value, is_error: bool) -> CallToolResponse {
         CallToolResult::success(vec![ContentBlock::text(text)])
     };
     result.structured_content = Some(value.clone());
-    CallToolResponse::Complete(result)
+    result
+}
+
+fn answer(value: &Value, is_error: bool) -> CallToolResponse {
+    CallToolResponse::Complete(result(value, is_error))
+}
+
+/// The sessions a call is about: those its `job.wait` ops name and those
+/// its `run.submit` ops started (what cancelling its task ends).
+fn sessions_of(ops: &[Value], results: &[Value]) -> Vec<String> {
+    let waited = ops.iter().filter_map(|op| {
+        (op["op"] == "job.wait")
+            .then(|| op["args"]["session"].as_str().map(str::to_owned))
+            .flatten()
+    });
+    let submitted = results.iter().filter_map(|r| {
+        (r["op"] == "run.submit" && r["ok"] == true)
+            .then(|| r["result"]["session"].as_str().map(str::to_owned))
+            .flatten()
+    });
+    let mut all: Vec<String> = waited.chain(submitted).collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+impl Lion {
+    /// A call with a `job.wait`, from a client that declared the Tasks
+    /// extension: it runs as a task the client polls (`tasks/get`);
+    /// `tasks/cancel` ends the legs of the jobs it waits on or submitted,
+    /// through `job.kill`'s guarded path, and the task settles cancelled.
+    fn spawn_task(&self, caller: String, ops: Vec<Value>) -> CreateTaskResult {
+        let lion = self.clone();
+        let task = self.tasks.spawn(
+            TaskOptions::new().with_poll_interval_ms(250),
+            move |ctx: TaskContext| {
+                Box::pin(async move {
+                    let mut results = Vec::with_capacity(ops.len());
+                    for op in &ops {
+                        if ctx.is_cancel_requested() {
+                            break;
+                        }
+                        if let Some(name) = op["op"].as_str() {
+                            ctx.set_status_message(format!("{name} ({} of {})", results.len() + 1, ops.len()));
+                        }
+                        results.push(lion.op(&caller, op, || ctx.cancelled()).await);
+                    }
+                    if ctx.is_cancel_requested() {
+                        for session in sessions_of(&ops, &results) {
+                            let args = json!({"session": session, "grace_s": 5.0});
+                            if let Value::Object(args) = args
+                                && let Err(error) = jobs::kill(&lion.place, &caller, &args).await
+                            {
+                                tracing::info!(%session, %error, "cancelled task: kill not applied");
+                            }
+                        }
+                        return Err(TaskExit::Cancelled);
+                    }
+                    let failed = results.iter().any(|r| r["ok"] != true);
+                    Ok(result(&json!({"results": results}), failed))
+                })
+            },
+        );
+        CreateTaskResult::new(task)
+    }
 }
 
 impl rmcp::ServerHandler for Lion {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("lionrt", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "lionrt's agent runtime: call `request` with help=true for the verbs.",
-            )
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tasks()
+                .build(),
+        )
+        .with_server_info(Implementation::new("lionrt", env!("CARGO_PKG_VERSION")))
+        .with_instructions("lionrt's agent runtime: call `request` with help=true for the verbs.")
     }
 
     async fn list_tools(
@@ -312,6 +395,31 @@ impl rmcp::ServerHandler for Lion {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(vec![tool()]))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn call_tool(
@@ -372,9 +480,16 @@ impl rmcp::ServerHandler for Lion {
             ));
         }
         let caller = Self::caller(&context);
+        let tasks = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        if tasks && ops.iter().any(|op| op["op"] == "job.wait") {
+            return Ok(CallToolResponse::Task(self.spawn_task(caller, ops)));
+        }
         let mut results = Vec::with_capacity(ops.len());
         for op in &ops {
-            results.push(self.op(&caller, op, &context).await);
+            let ct = context.ct.clone();
+            results.push(self.op(&caller, op, move || ct.cancelled_owned()).await);
         }
         let failed = results.iter().any(|r| r["ok"] != true);
         Ok(answer(&json!({"results": results}), failed))

@@ -706,3 +706,114 @@ fn submit_to_leg_start_latency_against_lionrt_runs_own_start() {
         client.cancel().await.expect("close");
     });
 }
+
+/// Polls `tasks/get` until the task is terminal (or `limit` passes).
+async fn task_end(client: &Client, id: &str, limit: Duration) -> rmcp::model::DetailedTask {
+    let deadline = Instant::now() + limit;
+    loop {
+        let got = client
+            .peer()
+            .get_task(rmcp::model::GetTaskParams::new(id.to_owned()))
+            .await
+            .expect("tasks/get");
+        if got.task.status().is_terminal() || Instant::now() > deadline {
+            return got.task;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A call with a `job.wait` from a client that declared the Tasks
+/// extension comes back as a task: one is polled to completion, and
+/// cancelling another ends its job's leg group within the grace.
+#[test]
+fn with_the_tasks_extension_a_waiting_call_is_a_task_and_cancelling_it_ends_the_leg() {
+    use rmcp::model::{CallToolResponse, CancelTaskParams, TaskPayload, TaskStatus};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    let (quick, stubborn) = scripts(dir.path());
+    runtime().block_on(async {
+        let mut child = server(&db, &[], &dir.path().join("server.log"));
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take().expect("stdin");
+        let info = ClientConfig::new(
+            ClientCapabilities::builder().enable_tasks().build(),
+            Implementation::new(CLIENT, "0.1.0"),
+        );
+        let client = info.serve((stdout, stdin)).await.expect("initialize");
+        let call = |ops: Value| {
+            let Value::Object(args) = json!({"ops": ops}) else {
+                panic!("an object")
+            };
+            CallToolRequestParams::new("request").with_arguments(args)
+        };
+        let task_of = |response: CallToolResponse| match response {
+            CallToolResponse::Task(t) => t.task.task_id,
+            other => panic!("not a task: {other:?}"),
+        };
+        // Polled to its end.
+        let done = task_of(
+            client
+                .call_tool_once(call(json!([
+                    {"op": "run.submit", "args": {"script_path": quick, "session": "t-1"}},
+                    {"op": "job.wait", "args": {"session": "t-1", "timeout_s": 120}},
+                ])))
+                .await
+                .expect("tools/call"),
+        );
+        let payload = task_end(&client, &done, Duration::from_secs(120))
+            .await
+            .payload;
+        let TaskPayload::Completed { result } = payload else {
+            panic!("not completed: {payload:?}")
+        };
+        let structured = &result["structuredContent"];
+        assert_eq!(
+            structured["results"][1]["result"]["session"]["status"], "completed",
+            "{structured}"
+        );
+        // Cancelled while it waits: the job's leg group ends.
+        let waiting = task_of(
+            client
+                .call_tool_once(call(json!([
+                    {"op": "run.submit", "args": {"script_path": stubborn, "session": "t-2"}},
+                    {"op": "job.wait", "args": {"session": "t-2", "timeout_s": 600}},
+                ])))
+                .await
+                .expect("tools/call"),
+        );
+        let mut leg = None;
+        assert!(
+            until(Duration::from_secs(60), || {
+                leg = store(&db)
+                    .session("t-2")
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.leg());
+                leg.is_some()
+            })
+            .await,
+            "the leg was never recorded"
+        );
+        let leg = leg.expect("leg");
+        assert!(group_alive(leg.pgid));
+        client
+            .peer()
+            .cancel_task(CancelTaskParams::new(waiting.clone()))
+            .await
+            .expect("tasks/cancel");
+        // The kill's grace is 5 s; SIGKILL follows.
+        assert!(
+            until(Duration::from_secs(15), || !group_alive(leg.pgid)).await,
+            "the group outlived the cancelled task: {:?}",
+            members(leg.pgid)
+        );
+        let status = task_end(&client, &waiting, Duration::from_secs(30))
+            .await
+            .status();
+        assert_eq!(status, TaskStatus::Cancelled);
+        let row = store(&db).session("t-2").expect("read").expect("row");
+        assert_eq!(row.status, "cancelled");
+        client.cancel().await.expect("close");
+    });
+}
