@@ -162,6 +162,9 @@ fn access(command: &Command) -> Option<dbpath::Access> {
         | Command::Mirror(_)
         | Command::Schedule(_)
         | Command::Daemon(_) => Write,
+        // The server opens (and creates) the store it serves; lionagi's
+        // store and foreign files are refused first, as for `run`.
+        Command::Mcp(mcp::McpCmd::Serve(_)) => Write,
         Command::Admission(_)
         | Command::Mcp(_)
         | Command::Sandbox(_)

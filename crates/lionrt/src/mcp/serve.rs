@@ -39,6 +39,10 @@ use serde_json::{Map, Value, json};
 
 use jobs::Place;
 
+/// The variable the bearer token is read from (removed from every child's
+/// environment).
+const TOKEN_VAR: &str = "LIONRT_MCP_TOKEN";
+
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// Serve streamable HTTP at ADDR (e.g. 127.0.0.1:8766, path /mcp)
@@ -286,7 +290,7 @@ impl Lion {
         };
         let place = &self.place;
         let result = match verb.name {
-            "run.submit" => jobs::submit(place, caller, &args).await,
+            "run.submit" => jobs::submit(place, jobs::Launch::Run, caller, &args).await,
             "job.status" => jobs::status(place, &args),
             "job.output" => jobs::output(place, &args),
             "job.list" => jobs::list(place, &args),

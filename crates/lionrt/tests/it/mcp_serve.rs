@@ -36,15 +36,23 @@ fn client_info() -> ClientConfig {
 
 /// `lionrt --db DB mcp serve ARGS` with piped stdio, stderr to `log`.
 fn server(db: &Path, args: &[&str], log: &Path) -> tokio::process::Child {
+    server_env(db, args, log, None)
+}
+
+/// [`server`], with the bearer token in `LIONRT_MCP_TOKEN` when given.
+fn server_env(db: &Path, args: &[&str], log: &Path, token: Option<&str>) -> tokio::process::Child {
     let log = std::fs::File::create(log).expect("server log");
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_lionrt"))
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_lionrt"));
+    if let Some(t) = token {
+        command.env("LIONRT_MCP_TOKEN", t);
+    }
+    command
         .arg("--db")
         .arg(db)
         .arg("mcp")
         .arg("serve")
         .args(args)
         .env_remove("LIONRT_DB")
-        .env_remove("LIONRT_MCP_TOKEN")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(log)
@@ -541,8 +549,16 @@ fn http_beyond_loopback_needs_a_token_and_a_token_is_enforced() {
     );
     let log = dir.path().join("server.log");
     let token = "s3cret-token-for-the-test";
+    let dump = dir.path().join("dump-env.json");
+    std::fs::write(
+        &dump,
+        r#"[{"type": "tool_call", "id": "t", "name": "run_command",
+             "arguments": {"argv": ["/bin/sh", "-c", "env > leg-env.txt"]}}]"#,
+    )
+    .expect("script");
     runtime().block_on(async {
-        let _child = server(&db, &["--http", "127.0.0.1:0", "--token", token], &log);
+        // The token from the environment, as the help advises.
+        let _child = server_env(&db, &["--http", "127.0.0.1:0"], &log, Some(token));
         let url = http_url(&log).await;
         let authority = url
             .trim_start_matches("http://")
@@ -565,6 +581,23 @@ fn http_beyond_loopback_needs_a_token_and_a_token_is_enforced() {
             .expect("with the token");
         let listed = op(&client, "job.list", json!({})).await;
         assert!(listed["sessions"].is_array(), "{listed}");
+        // The token never reaches a job or its agent.
+        op(
+            &client,
+            "run.submit",
+            json!({"script_path": dump, "session": "env", "workspace": dir.path()}),
+        )
+        .await;
+        let waited = op(
+            &client,
+            "job.wait",
+            json!({"session": "env", "timeout_s": 120}),
+        )
+        .await;
+        assert_eq!(waited["session"]["status"], "completed", "{waited}");
+        let env = std::fs::read_to_string(dir.path().join("leg-env.txt")).expect("the leg's env");
+        assert!(env.contains("PATH="), "{env}");
+        assert!(!env.contains(token), "the token leaked into the leg: {env}");
         client.cancel().await.expect("close");
     });
 }

@@ -71,10 +71,30 @@ fn read_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// `run.submit`: starts the detached run and returns once its session is
-/// recorded (or with the run's own error when it refused to start).
+/// What a submission starts. Only `lionrt run` today; `lionrt flow`,
+/// `fanout` and `play` join here as variants (their subcommand and their
+/// own flags from the verb's args), detached, logged and awaited the same
+/// way, with their `*.submit` verbs in the catalogue.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Launch {
+    /// `lionrt run`: one agent leg.
+    Run,
+}
+
+impl Launch {
+    fn subcommand(self) -> &'static str {
+        match self {
+            Launch::Run => "run",
+        }
+    }
+}
+
+/// A `*.submit` verb: starts the detached job and returns once its
+/// session is recorded (or with the job's own error when it refused to
+/// start).
 pub(crate) async fn submit(
     place: &Place,
+    launch: Launch,
     submitter: &str,
     args: &Map<String, Value>,
 ) -> Result<Value> {
@@ -133,7 +153,7 @@ pub(crate) async fn submit(
     command
         .arg("--db")
         .arg(&place.db)
-        .args(["--json", "run", "--session", &session])
+        .args(["--json", launch.subcommand(), "--session", &session])
         .arg(format!("--submitted-by={submitter}"));
     if let Some(prompt) = &prompt {
         let file = dir.join("prompt.txt");
@@ -168,6 +188,8 @@ pub(crate) async fn submit(
     command
         .current_dir(&base)
         .env_remove("LIONRT_DB")
+        // The server's bearer token is never handed to a job or its agent.
+        .env_remove(super::TOKEN_VAR)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err_log)
@@ -497,6 +519,8 @@ pub(crate) async fn cli_read(
             .arg("--json")
             .args(argv)
             .env_remove("LIONRT_DB")
+            // The server's bearer token is never handed to a job or its agent.
+            .env_remove(super::TOKEN_VAR)
             .stdin(Stdio::null())
             .output()
     })
