@@ -421,6 +421,20 @@ fn ops_are_checked_before_anything_runs() {
             v["results"][0]["error"].as_str().expect("error").contains("no session id"),
             "{v}"
         );
+        // Not a regular file (a FIFO would block a read): refused.
+        let (v, failed) = request(
+            &client,
+            json!({"ops": [{"op": "run.submit", "args": {"prompt_file": "/dev/zero", "session": "dev"}}]}),
+        )
+        .await;
+        assert!(failed);
+        assert!(
+            v["results"][0]["error"]
+                .as_str()
+                .expect("error")
+                .contains("not a regular file"),
+            "{v}"
+        );
         // A run that refuses to start reports its own error.
         let (v, failed) = request(
             &client,

@@ -56,6 +56,12 @@ fn resolve(base: &Path, path: &str) -> PathBuf {
 /// Reads a file of at most `cap` bytes, or says why not (never reads more
 /// than `cap + 1` bytes).
 fn read_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
+    // A regular file only: a FIFO or a device could block the server.
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("reading {what} {}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{what} {} is not a regular file", path.display());
+    }
     let file =
         std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
     let mut bytes = Vec::new();
