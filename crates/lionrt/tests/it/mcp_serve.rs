@@ -225,6 +225,31 @@ async fn submit_wait_read_and_kill(client: &Client, db: &Path, dir: &Path) {
         "{listed}"
     );
 
+    // The read verbs answer through the commands' own JSON.
+    let stats = op(client, "state.stats", json!({})).await;
+    assert!(stats["stats"]["tables"].is_array(), "{stats}");
+    let monitor = op(client, "monitor", json!({})).await;
+    assert!(monitor["sessions"].is_array(), "{monitor}");
+    assert_eq!(op(client, "schedule.ls", json!({})).await, json!([]));
+    assert_eq!(
+        op(client, "outbox.ls", json!({"limit": 5})).await,
+        json!([])
+    );
+    let (v, failed) = request(
+        client,
+        json!({"ops": [{"op": "schedule.show", "args": {"name": "--all"}}]}),
+    )
+    .await;
+    // A name that looks like a flag stays a name.
+    assert!(failed);
+    assert!(
+        v["results"][0]["error"]
+            .as_str()
+            .expect("error")
+            .contains("no schedule named \"--all\""),
+        "{v}"
+    );
+
     // A second job, killed once its leg is recorded.
     op(
         client,

@@ -486,6 +486,7 @@ pub(crate) async fn cli_read(
             a
         }
         "state.stats" => vec!["state".into(), "stats".into()],
+        "monitor" => vec!["monitor".into()],
         "schedule.ls" => vec!["schedule".into(), "ls".into()],
         "schedule.show" => vec!["schedule".into(), "show".into()],
         "schedule.runs" => vec![

@@ -164,6 +164,12 @@ fn definitions() -> Vec<(&'static str, Option<&'static str>, &'static str, Value
             closed(json!({}), &[]),
         ),
         (
+            "monitor",
+            None,
+            "Everything in flight: open sessions and other open entities (as `lionrt monitor`).",
+            closed(json!({}), &[]),
+        ),
+        (
             "schedule.ls",
             None,
             "The schedules with their next due instant.",
