@@ -57,6 +57,10 @@ const EXAMPLES: &[(&str, &str)] = &[
         "lionrt mcp call fs read_text_file --args '{\"path\": \"README.md\"}'",
     ),
     (
+        "mcp serve",
+        "lionrt mcp serve                            # stdio: claude mcp add lionrt -- lionrt mcp serve\n  lionrt mcp serve --http 127.0.0.1:8766       # streamable HTTP at /mcp, loopback only\n  LIONRT_MCP_TOKEN=... lionrt mcp serve --http 0.0.0.0:8766 --allow-host lion.lan",
+    ),
+    (
         "sandbox",
         "lionrt sandbox create --repo . && lionrt sandbox ls",
     ),

@@ -45,6 +45,21 @@ pub(crate) fn run(db: &Path, json: bool, args: KillArgs) -> Result<ExitCode> {
     }
 }
 
+/// Ends one session's leg through the guarded path (`lionrt kill ID`'s):
+/// on the SQLite file or the PostgreSQL database `db` names, as `actor`
+/// (`lionrt mcp serve`'s `job.kill`).
+pub(crate) fn kill_one(
+    db: &Path,
+    prefix: &str,
+    grace: Duration,
+    actor: &Actor,
+) -> Result<runner::KillReport> {
+    Ok(match crate::pg::url(db) {
+        Some(url) => runner::kill_session(&crate::pg::open(&url)?, &procs(), prefix, grace, actor)?,
+        None => runner::kill_session(&open_store(db)?, &procs(), prefix, grace, actor)?,
+    })
+}
+
 /// `kill` on any recorder: the SQLite file or a PostgreSQL database.
 fn kill_on<R: SessionRecorder>(store: &R, json: bool, args: KillArgs) -> Result<ExitCode> {
     if args.all_stale {

@@ -169,6 +169,9 @@ fn access(command: &Command) -> Option<dbpath::Access> {
         | Command::Schedule(_)
         | Command::Daemon(_)
         | Command::Serve(_) => Write,
+        // The server opens (and creates) the store it serves; lionagi's
+        // store and foreign files are refused first, as for `run`.
+        Command::Mcp(mcp::McpCmd::Serve(_)) => Write,
         Command::Admission(_)
         | Command::Mcp(_)
         | Command::Sandbox(_)
@@ -260,7 +263,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::State(cmd) => state::run(&cli.db, cli.json, cmd),
         Command::Admission(cmd) => admission::run(cli.json, cmd),
-        Command::Mcp(cmd) => mcp::run(cli.json, cmd),
+        Command::Mcp(cmd) => mcp::run(&cli.db, cli.json, cmd),
         Command::Sandbox(cmd) => sandbox::run(cli.json, cmd),
         Command::Plugin(args) => plugin::run(cli.json, args),
         Command::Outbox(cmd) => self::outbox::run(&cli.db, cli.json, cmd),

@@ -1,6 +1,9 @@
 //! `lionrt mcp ls|audit|call`: connect to the servers of an `.mcp.json`,
 //! show which tools admission lets through and why the others are refused,
-//! and call an admitted tool through the gate.
+//! and call an admitted tool through the gate; `lionrt mcp serve`: lionrt
+//! itself as an MCP server (see `serve`).
+
+mod serve;
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
@@ -46,6 +49,18 @@ pub(crate) enum McpCmd {
     /// Exit status: 0, 1 when the call is refused or fails, or when the tool
     /// reports an error.
     Call(CallArgs),
+    /// Serve lionrt over MCP (stdio, or streamable HTTP with --http): one
+    /// tool, `request(ops=[{op, args}], help?)`, whose verbs submit agent
+    /// jobs (detached `lionrt run`s recorded in --db), follow, wait for and
+    /// kill them, and read state, schedules and the outbox.
+    ///
+    /// At most 8 ops a call; each op's args are checked against the verb's
+    /// closed schema (`help="VERB"` prints it; an unknown key is refused by
+    /// name). Plugin trust, migrations and settings have no verb. A job's
+    /// start row records the caller as `agent:mcp:<clientInfo.name>`.
+    /// HTTP listens on loopback only unless --token is given, and checks
+    /// the Host header.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -111,7 +126,7 @@ struct Audited {
     outcome: std::result::Result<ToolListing, mcp_pool::Error>,
 }
 
-pub(crate) fn run(json: bool, cmd: McpCmd) -> Result<ExitCode> {
+pub(crate) fn run(db: &std::path::Path, json: bool, cmd: McpCmd) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -126,6 +141,11 @@ pub(crate) fn run(json: bool, cmd: McpCmd) -> Result<ExitCode> {
             runtime.block_on(audit(format, &args.common))
         }
         McpCmd::Call(args) => runtime.block_on(call(&args)),
+        McpCmd::Serve(args) => {
+            // The server builds its own runtime.
+            drop(runtime);
+            serve::run(db, args)
+        }
     }
 }
 

@@ -54,8 +54,20 @@ pub(crate) struct RunArgs {
     provider: Option<ProviderName>,
     /// The prompt (required, except by the scripted provider, whose demo
     /// has one).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prompt_file")]
     prompt: Option<String>,
+    /// Read the prompt from FILE (UTF-8) instead of --prompt: a long prompt
+    /// stays out of argv (and out of `ps`).
+    #[arg(long, value_name = "FILE", conflicts_with = "prompt_arg")]
+    prompt_file: Option<PathBuf>,
+    /// Who submitted the run (`lionrt mcp serve` passes `mcp:<client>`):
+    /// recorded as the actor (type agent) of the session's start row.
+    #[arg(long, hide = true, value_name = "ID")]
+    submitted_by: Option<String>,
+    /// A free label the submitter gave the run (recorded with
+    /// --submitted-by as the session's `mcp_submission` note).
+    #[arg(long, hide = true, requires = "submitted_by")]
+    label: Option<String>,
     /// The model, as the provider names it, or li's PROVIDER/MODEL spec
     /// (`claude/opus`, `claude-code/opus-4-7`, `codex/gpt-5`,
     /// `gemini/gemini-3.1-pro`, `pi/openrouter/qwen/qwen3-coder`).
@@ -117,9 +129,19 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
     let effort = args.effort.as_deref().map(normalize_effort).transpose()?;
     let (provider_name, model) = model_spec(args.provider, args.model.as_deref())?;
     let provider = provider_choice(provider_name, &args)?;
+    let from_file = match &args.prompt_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --prompt-file {}", path.display()))?,
+        ),
+        None => None,
+    };
     let prompt = prompt_of(
         provider_name,
-        args.prompt.as_deref().or(args.prompt_arg.as_deref()),
+        args.prompt
+            .as_deref()
+            .or(args.prompt_arg.as_deref())
+            .or(from_file.as_deref()),
     )?;
     let session = match &args.session {
         Some(id) => {
@@ -145,6 +167,16 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         ActorType::Executor,
         format!("lionrt-{}", std::process::id()),
     );
+    if let Some(by) = &args.submitted_by {
+        if by.trim().is_empty() || by.chars().any(char::is_control) {
+            bail!("--submitted-by must name the submitter");
+        }
+        config.submitted_by = Some(Actor::new(ActorType::Agent, by.clone()));
+        config.notes.push(runner::RunNote {
+            role: "mcp_submission".into(),
+            content: json!({"submitted_by": by, "label": args.label}).to_string(),
+        });
+    }
     crate::runopts::apply(db, provider_name, &args.agent, &mut config)?;
     // Held until the run ends (Claude's owner-only MCP config directory);
     // its refusals become admin_events rows before the session starts.

@@ -126,6 +126,11 @@ pub struct RunConfig {
     pub containment: ContainmentPolicy,
     /// Who records the run.
     pub actor: Actor,
+    /// Who asked for the run, when not [`RunConfig::actor`] itself (e.g.
+    /// `agent:mcp:<client>` for a run submitted through `lionrt mcp
+    /// serve`): recorded as the actor of the session's start row, so the
+    /// lifecycle shows the caller. Every later row is `actor`'s.
+    pub submitted_by: Option<Actor>,
     /// The terminal callback, after commit.
     pub on_terminal: Option<OnTerminal>,
     /// The progress observer (spawn and every stream event).
@@ -182,9 +187,9 @@ impl std::fmt::Debug for RunConfig {
 impl RunConfig {
     /// A config with the defaults: no sandbox, no effort or model, default
     /// watchdogs, no secret lookup, a 500 ms orphan grace, a cgroup where
-    /// available, actor
-    /// `executor:runner-<pid>`, no terminal callback, no progress observer,
-    /// no resume id, no provider kwargs and no notes.
+    /// available, actor `executor:runner-<pid>` (no separate submitter),
+    /// no terminal callback, no progress observer, no resume id, no
+    /// provider kwargs and no notes.
     pub fn new(
         session_id: impl Into<String>,
         provider: ProviderChoice,
@@ -207,6 +212,7 @@ impl RunConfig {
                 lifecycle_core::ActorType::Executor,
                 format!("runner-{}", std::process::id()),
             ),
+            submitted_by: None,
             on_terminal: None,
             on_progress: None,
             resume: None,
@@ -358,7 +364,11 @@ where
         ..SessionStart::new(&config.session_id, RunReasons::STARTED_OK)
     };
     {
-        let (recorder, actor) = (Arc::clone(&recorder), config.actor.clone());
+        let actor = config
+            .submitted_by
+            .clone()
+            .unwrap_or_else(|| config.actor.clone());
+        let recorder = Arc::clone(&recorder);
         let started = blocking("store", move || {
             recorder
                 .persist_session_start(&start, &actor)

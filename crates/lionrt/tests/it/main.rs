@@ -11,6 +11,7 @@ mod import;
 mod live;
 mod mcp;
 mod mcp_forward;
+mod mcp_serve;
 mod mirror;
 mod multihost;
 mod notify;
