@@ -1,0 +1,782 @@
+//! `lionrt flow`, `lionrt fanout` and `lionrt play` (and `lionrt o flow`,
+//! `lionrt o fanout`): many agent legs as one flow.
+//!
+//! A plan (a file, a fan-out, a playbook) is validated by the `conductor`
+//! crate, then every op's leg is prepared through the one run builder
+//! ([`crate::run::prepare_leg`], as `lionrt run`), so a bad plan, script,
+//! model or MCP file is refused before anything is written. Then one
+//! `invocation` row is created (`running`, `run.started.ok`), and ready
+//! ops run concurrently as `runner::run` legs on one tokio runtime, up to
+//! `--max-concurrent`; each is a session whose `invocation_id` is the
+//! flow's, working in the workspace, with its own artifact subdirectory
+//! (`ARTIFACTS/<op>`, named in its prompt, its expected artifacts checked
+//! there when it ends). A dependent's prompt carries its dependencies'
+//! results. An op whose dependency failed never starts: it is recorded as
+//! a `play` row `<invocation>/<op>`, `pending` (`play.pending.waiting_on_deps`)
+//! then `blocked` (`play.blocked.dep_failed`). The invocation ends with
+//! [`conductor::flow_outcome`]'s status and reason. SIGINT/SIGTERM cancel
+//! the running legs and start no more.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use conductor::{Agent, DepResult, OpEnd, OpState, Plan, Playbook, Scheduler, ValidPlan};
+use lifecycle_core::reasons::{PlayReasons, RunReasons};
+use lifecycle_core::{
+    Actor, ActorType, Cancellation, InitialCommand, Reason, SessionRecorder, TransitionCommand,
+};
+use runner::RunReport;
+use serde_json::{Value, json};
+use state_sqlite::{Engine, EngineConfig, Store, now_micros};
+
+use crate::out;
+use crate::run::{Leg, LegOptions, ProviderName};
+
+/// The options every flow takes.
+#[derive(Debug, Args)]
+pub(crate) struct FlowOpts {
+    /// At most this many ops run at once.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    max_concurrent: usize,
+    /// A plan of more ops than this is refused before anything starts.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    max_ops: usize,
+    /// The workspace every leg works in (default: the current directory).
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// The invocation id (default: flow-<microseconds>); op sessions are
+    /// ID-OP.
+    #[arg(long, value_name = "ID")]
+    id: Option<String>,
+    /// Where the ops' artifact subdirectories go (default:
+    /// WORKSPACE/.lionrt/flows/ID); op OP writes in ARTIFACTS/OP.
+    #[arg(long, value_name = "DIR")]
+    artifacts: Option<PathBuf>,
+}
+
+/// `lionrt flow`.
+#[derive(Debug, Args)]
+pub(crate) struct FlowArgs {
+    /// The plan: a JSON or YAML file (docs/schemas/plan.schema.json);
+    /// relative paths in it are relative to the file.
+    #[arg(long, value_name = "FILE")]
+    plan: PathBuf,
+    #[command(flatten)]
+    opts: FlowOpts,
+}
+
+/// `lionrt fanout`.
+#[derive(Debug, Args)]
+pub(crate) struct FanoutArgs {
+    /// How many agents get the task (1-32).
+    #[arg(value_name = "N", value_parser = clap::value_parser!(u8).range(1..=32))]
+    n: u8,
+    /// The task every agent is given.
+    #[arg(long)]
+    prompt: String,
+    /// End with a synthesis op that receives every worker's result.
+    #[arg(long)]
+    synthesis: bool,
+    /// The model of every leg, or li's PROVIDER/MODEL spec (default: the
+    /// scripted provider).
+    #[arg(long, short = 'm')]
+    model: Option<String>,
+    /// The effort of every leg.
+    #[arg(long)]
+    effort: Option<String>,
+    /// For the scripted provider: the workers' JSON script.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// For the scripted provider: the synthesis op's JSON script (default:
+    /// the workers').
+    #[arg(long, value_name = "FILE")]
+    synthesis_script: Option<PathBuf>,
+    #[command(flatten)]
+    opts: FlowOpts,
+}
+
+/// `lionrt play`.
+#[derive(Debug, Args)]
+pub(crate) struct PlayArgs {
+    /// For a playbook whose model is the scripted provider: its JSON script.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    #[command(flatten)]
+    opts: FlowOpts,
+    /// The playbook: NAME.playbook.yaml in $LIONAGI_HOME/playbooks, else
+    /// ~/.lionagi/playbooks; `list` lists them, `help NAME` shows one's
+    /// arguments.
+    #[arg(value_name = "NAME")]
+    name: String,
+    /// The input text and the playbook's own arguments (`--ARG VALUE`,
+    /// `--FLAG`); `lionrt play help NAME` shows them. lionrt's options
+    /// go before NAME.
+    #[arg(
+        value_name = "INPUT | --ARG VALUE",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    rest: Vec<String>,
+}
+
+/// `lionrt orchestrate` (`lionrt o`): li's spelling of flow and fanout.
+#[derive(Debug, Subcommand)]
+pub(crate) enum OrchestrateCmd {
+    /// Run a plan of ops (a DAG) as one flow: the same as `lionrt flow`.
+    Flow(FlowArgs),
+    /// N agents, one task, an optional synthesis: the same as `lionrt fanout`.
+    Fanout(FanoutArgs),
+}
+
+pub(crate) fn orchestrate(db: &Path, json: bool, cmd: OrchestrateCmd) -> Result<ExitCode> {
+    match cmd {
+        OrchestrateCmd::Flow(args) => flow(db, json, args),
+        OrchestrateCmd::Fanout(args) => fanout(db, json, args),
+    }
+}
+
+pub(crate) fn flow(db: &Path, json: bool, args: FlowArgs) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.plan)
+        .with_context(|| format!("reading plan {}", args.plan.display()))?;
+    let json_file = args
+        .plan
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    let plan = if json_file {
+        Plan::from_json(&text)
+    } else {
+        Plan::from_yaml(&text)
+    }
+    .with_context(|| format!("plan {}", args.plan.display()))?;
+    let base = args
+        .plan
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    execute_plan(db, json, plan, &base, &args.opts)
+}
+
+pub(crate) fn fanout(db: &Path, json: bool, args: FanoutArgs) -> Result<ExitCode> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let worker = Agent {
+        model: args.model.clone(),
+        effort: args.effort.clone(),
+        script: args.script.as_ref().map(|p| cwd.join(p)),
+        ..Agent::default()
+    };
+    let synthesis = args.synthesis.then(|| Agent {
+        script: args
+            .synthesis_script
+            .as_ref()
+            .map(|p| cwd.join(p))
+            .or_else(|| worker.script.clone()),
+        ..worker.clone()
+    });
+    if args.synthesis_script.is_some() && !args.synthesis {
+        bail!("--synthesis-script needs --synthesis");
+    }
+    let plan = conductor::fanout_plan(
+        usize::from(args.n),
+        &args.prompt,
+        &worker,
+        synthesis.as_ref(),
+    );
+    execute_plan(db, json, plan, &cwd, &args.opts)
+}
+
+/// Where playbooks live: $LIONAGI_HOME/playbooks, else ~/.lionagi/playbooks.
+fn playbook_dir() -> Result<PathBuf> {
+    if let Some(home) = std::env::var_os("LIONAGI_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(home).join("playbooks"));
+    }
+    let home = std::env::var_os("HOME").context("HOME is not set (or set LIONAGI_HOME)")?;
+    Ok(PathBuf::from(home).join(".lionagi").join("playbooks"))
+}
+
+const PLAYBOOK_SUFFIX: &str = ".playbook.yaml";
+
+fn read_playbook(dir: &Path, name: &str) -> Result<Playbook> {
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        bail!("playbook name {name:?} must be a file name (no path)");
+    }
+    let path = dir.join(format!("{name}{PLAYBOOK_SUFFIX}"));
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!(
+                "no playbook {name}: {} does not exist (`lionrt play list` lists them)",
+                path.display()
+            )
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    Playbook::from_yaml(name, &text).with_context(|| format!("playbook {}", path.display()))
+}
+
+pub(crate) fn play(db: &Path, json: bool, args: PlayArgs) -> Result<ExitCode> {
+    let dir = playbook_dir()?;
+    if args.name == "list" && args.rest.is_empty() {
+        return list_playbooks(&dir, json);
+    }
+    if args.name == "help"
+        && let [name] = args.rest.as_slice()
+    {
+        out::raw(read_playbook(&dir, name)?.help().as_bytes());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let book = read_playbook(&dir, &args.name)?;
+    let (input, values) = book.parse_args(&args.rest)?;
+    let prompt = book.render(input.as_deref(), &values)?;
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let agent = Agent {
+        script: args.script.as_ref().map(|p| cwd.join(p)),
+        ..Agent::default()
+    };
+    let mut opts = args.opts;
+    if let Some(max) = book.max_ops {
+        opts.max_ops = opts.max_ops.min(max);
+    }
+    execute_plan(db, json, book.plan(&prompt, &agent), &cwd, &opts)
+}
+
+fn list_playbooks(dir: &Path, json: bool) -> Result<ExitCode> {
+    let mut books = Vec::new();
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            for entry in entries {
+                let path = entry?.path();
+                let Some(name) = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_suffix(PLAYBOOK_SUFFIX))
+                else {
+                    continue;
+                };
+                let described = read_playbook(dir, name);
+                books.push(match described {
+                    Ok(b) => json!({"name": name, "description": b.description,
+                        "model": b.model, "args": b.args.keys().collect::<Vec<_>>()}),
+                    Err(e) => json!({"name": name, "error": format!("{e:#}")}),
+                });
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    }
+    books.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    if json {
+        out::json(&json!({"dir": dir, "playbooks": books}));
+    } else if books.is_empty() {
+        out::line(format!("no playbooks in {}", dir.display()));
+    } else {
+        for b in &books {
+            let name = b["name"].as_str().unwrap_or_default();
+            match (b["error"].as_str(), b["description"].as_str()) {
+                (Some(e), _) => out::line(format!("{name:<24} (refused: {e})")),
+                (None, d) => out::line(format!("{name:<24} {}", d.unwrap_or("").trim())),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One op, ready to run.
+struct Prepared {
+    leg: Option<Leg>,
+    prompt: String,
+    artifact_dir: PathBuf,
+}
+
+/// How an op ended, as the flow saw it.
+#[derive(Debug, Clone)]
+struct Ended {
+    status: String,
+    reason: String,
+    text: String,
+    missing: Vec<String>,
+    error: Option<String>,
+}
+
+fn provider_of(op: &str, name: Option<&str>) -> Result<Option<ProviderName>> {
+    name.map(|n| {
+        <ProviderName as clap::ValueEnum>::from_str(n, true)
+            .map_err(|_| anyhow::anyhow!("op {op}: unknown provider {n:?}"))
+    })
+    .transpose()
+}
+
+/// Validates `plan`, prepares every leg, then runs the flow on the store
+/// `--db` names.
+fn execute_plan(
+    db: &Path,
+    json: bool,
+    plan: Plan,
+    base: &Path,
+    opts: &FlowOpts,
+) -> Result<ExitCode> {
+    let valid = conductor::validate(plan, opts.max_ops).map_err(|e| match e.reason_code() {
+        Some(reason) => anyhow::anyhow!("the plan is refused ({reason}): {e}"),
+        None => anyhow::anyhow!("the plan is refused: {e}"),
+    })?;
+    let workspace = match &opts.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let invocation = match &opts.id {
+        Some(id) => {
+            crate::run::check_session_id(id).context("--id")?;
+            id.clone()
+        }
+        None => format!("flow-{}", now_micros()),
+    };
+    let artifacts = match &opts.artifacts {
+        Some(dir) => std::env::current_dir()
+            .context("reading the current directory")?
+            .join(dir),
+        None => workspace.join(".lionrt").join("flows").join(&invocation),
+    };
+    let agent_args = crate::runopts::AgentArgs::default();
+    let mut prepared = Vec::with_capacity(valid.ops().len());
+    for op in valid.ops() {
+        let prompt = match (&op.agent.prompt, &op.agent.prompt_file) {
+            (Some(p), _) => p.clone(),
+            (None, Some(file)) => {
+                let path = base.join(file);
+                std::fs::read_to_string(&path)
+                    .with_context(|| format!("op {}: reading {}", op.id, path.display()))?
+            }
+            (None, None) => bail!("op {} has no prompt", op.id),
+        };
+        let mcp = crate::mcp_forward::McpForwardArgs::for_config(
+            op.agent.mcp_config.as_ref().map(|p| base.join(p)),
+        );
+        let script = op.agent.script.as_ref().map(|p| base.join(p));
+        let leg = crate::run::prepare_leg(
+            db,
+            &LegOptions {
+                provider: provider_of(&op.id, op.agent.provider.as_deref())?,
+                model: op.agent.model.as_deref(),
+                prompt: Some(&prompt),
+                effort: op.agent.effort.as_deref(),
+                workspace: workspace.clone(),
+                session: format!("{invocation}-{}", op.id),
+                script: script.as_deref(),
+                sandbox: false,
+                agent: &agent_args,
+                mcp: &mcp,
+                json,
+            },
+        )
+        .with_context(|| format!("op {}", op.id))?;
+        prepared.push(Prepared {
+            leg: Some(leg),
+            prompt,
+            artifact_dir: artifacts.join(&op.id),
+        });
+    }
+    let cap = opts.max_concurrent.max(1);
+    match crate::pg::url(db) {
+        Some(url) => {
+            let store = Arc::new(crate::pg::open(&url)?);
+            for p in &prepared {
+                if let Some(leg) = &p.leg {
+                    leg.mcp.record_pg(&store)?;
+                }
+            }
+            conduct(store, &valid, prepared, &invocation, cap, json)
+        }
+        None => {
+            let store = Arc::new(Store::new(Engine::create(db, EngineConfig::default())?));
+            for p in &prepared {
+                if let Some(leg) = &p.leg {
+                    leg.mcp.record_sqlite(store.engine())?;
+                }
+            }
+            conduct(store, &valid, prepared, &invocation, cap, json)
+        }
+    }
+}
+
+fn actor() -> Actor {
+    Actor::new(
+        ActorType::Executor,
+        format!("lionrt-flow-{}", std::process::id()),
+    )
+}
+
+/// A store call off the async threads (PostgreSQL's driver blocks).
+async fn blocking<R, T>(
+    store: &Arc<R>,
+    f: impl FnOnce(&R) -> Result<T> + Send + 'static,
+) -> Result<T>
+where
+    R: Send + Sync + 'static,
+    T: Send + 'static,
+{
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .context("a store task panicked")?
+}
+
+fn refuse_existing<R: SessionRecorder>(
+    store: &R,
+    invocation: &str,
+    plan: &ValidPlan,
+) -> Result<()> {
+    if !store.history("invocation", invocation)?.is_empty() {
+        bail!("invocation {invocation} already exists; give another --id or leave it out");
+    }
+    for op in plan.ops() {
+        let session = format!("{invocation}-{}", op.id);
+        if store.session(&session)?.is_some() {
+            bail!("session {session} already exists; give another --id");
+        }
+    }
+    Ok(())
+}
+
+/// Runs the flow on `store`: the invocation row, the legs, the blocked
+/// ops' rows, the invocation's end, the report.
+fn conduct<R>(
+    store: Arc<R>,
+    plan: &ValidPlan,
+    mut prepared: Vec<Prepared>,
+    invocation: &str,
+    cap: usize,
+    json: bool,
+) -> Result<ExitCode>
+where
+    R: SessionRecorder + Send + Sync + 'static,
+{
+    refuse_existing(&*store, invocation, plan)?;
+    for p in &prepared {
+        std::fs::create_dir_all(&p.artifact_dir)
+            .with_context(|| format!("creating {}", p.artifact_dir.display()))?;
+    }
+    crate::run::sweep_before_run(&*store);
+    let actor = actor();
+    store.create(&InitialCommand {
+        entity_type: "invocation".into(),
+        entity_id: invocation.to_owned(),
+        status: "running".into(),
+        reason: Reason::new(RunReasons::STARTED_OK).with_summary(format!(
+            "flow of {} op(s), at most {cap} at once",
+            plan.ops().len()
+        )),
+        actor: actor.clone(),
+        patch: BTreeMap::new(),
+    })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let n = plan.ops().len();
+    let (ends, cancelled) = runtime.block_on(async {
+        let signals = crate::run::cancellation()?;
+        let (tx, rx) = tokio::sync::watch::channel(None::<Cancellation>);
+        let watcher = tokio::spawn(async move {
+            let c = signals.await;
+            let _ = tx.send(Some(c));
+        });
+        let mut sched = Scheduler::new(plan, cap);
+        let mut ends: Vec<Option<Ended>> = vec![None; n];
+        let mut legs = tokio::task::JoinSet::new();
+        loop {
+            if rx.borrow().is_none() {
+                for i in sched.start_ready() {
+                    let p = &mut prepared[i];
+                    let Some(leg) = p.leg.take() else {
+                        bail!("op {} started twice", plan.ops()[i].id);
+                    };
+                    let mut config = leg.config;
+                    let deps: Vec<(String, Ended, String)> = plan
+                        .deps(i)
+                        .iter()
+                        .filter_map(|&d| {
+                            ends[d].clone().map(|e| {
+                                (
+                                    plan.ops()[d].id.clone(),
+                                    e,
+                                    prepared_dir(&prepared[d].artifact_dir),
+                                )
+                            })
+                        })
+                        .collect();
+                    let results: Vec<DepResult<'_>> = deps
+                        .iter()
+                        .map(|(op, e, dir)| DepResult {
+                            op,
+                            status: &e.status,
+                            text: &e.text,
+                            artifact_dir: Some(dir),
+                        })
+                        .collect();
+                    let p = &prepared[i];
+                    config.prompt = conductor::op_prompt(
+                        &p.prompt,
+                        Some(&prepared_dir(&p.artifact_dir)),
+                        &results,
+                    );
+                    // What the op was told, on its own record.
+                    config.notes.push(runner::RunNote {
+                        role: "flow_prompt".into(),
+                        content: json!({"op": plan.ops()[i].id, "prompt": config.prompt})
+                            .to_string(),
+                    });
+                    config.invocation_id = Some(invocation.to_owned());
+                    config.agent_name = Some(format!("flow:{}", plan.ops()[i].id));
+                    let mut cancel = rx.clone();
+                    let store = Arc::clone(&store);
+                    let guard = leg.mcp;
+                    legs.spawn(async move {
+                        let cancel = async move {
+                            loop {
+                                if let Some(c) = *cancel.borrow_and_update() {
+                                    return c;
+                                }
+                                if cancel.changed().await.is_err() {
+                                    std::future::pending::<()>().await;
+                                }
+                            }
+                        };
+                        let report = runner::run(store, config, cancel).await;
+                        drop(guard);
+                        (i, report)
+                    });
+                }
+            }
+            let Some(joined) = legs.join_next().await else {
+                break;
+            };
+            let (i, report) = joined.context("a leg task panicked")?;
+            let op = &plan.ops()[i];
+            let ended = ended_of(report, &op.artifacts, &prepared[i].artifact_dir);
+            if !ended.missing.is_empty() {
+                let (session, missing) = (format!("{invocation}-{}", op.id), ended.missing.clone());
+                blocking(&store, move |s| {
+                    s.record_message(
+                        &session,
+                        &format!("{session}:artifact_check"),
+                        "artifact_check",
+                        &json!({"missing": missing}).to_string(),
+                        now_micros(),
+                    )?;
+                    Ok(())
+                })
+                .await?;
+            }
+            let ok = conductor::succeeded(&ended.status) && ended.missing.is_empty();
+            ends[i] = Some(ended);
+            let blocked = sched.finish(i, ok)?;
+            for b in blocked {
+                let by = match sched.state(b) {
+                    Some(OpState::Blocked { by }) => plan.ops()[by].id.clone(),
+                    _ => op.id.clone(),
+                };
+                let id = format!("{invocation}/{}", plan.ops()[b].id);
+                let actor = actor.clone();
+                blocking(&store, move |s| block_play(s, &id, &by, &actor)).await?;
+            }
+        }
+        watcher.abort();
+        let cancelled = *rx.borrow();
+        anyhow::Ok((ends, cancelled))
+    })?;
+    // The ends, in plan order.
+    let mut op_ends = Vec::with_capacity(n);
+    for (i, end) in ends.iter().enumerate() {
+        op_ends.push(match end {
+            Some(e) if !e.missing.is_empty() => OpEnd::Ran {
+                status: "failed",
+                reason: RunReasons::FAILED_MISSING_ARTIFACT,
+            },
+            Some(e) => OpEnd::Ran {
+                status: &e.status,
+                reason: &e.reason,
+            },
+            None if blocked_op(plan, &ends, i) => OpEnd::Blocked,
+            None => OpEnd::NotStarted,
+        });
+    }
+    let outcome = conductor::flow_outcome(&op_ends);
+    let counts = summary(&op_ends);
+    store.transition(
+        &TransitionCommand::new(
+            "invocation",
+            invocation,
+            outcome.status,
+            Reason::new(outcome.reason).with_summary(counts),
+            actor,
+        )
+        .expecting("running")
+        .with_patch("ended_at", json!(now_micros())),
+    )?;
+    report(&*store, plan, invocation, &ends, &op_ends, json)?;
+    Ok(ExitCode::from(match (outcome.status, cancelled) {
+        ("completed", _) => 0,
+        (_, Some(Cancellation::Sigint)) => crate::progress::EXIT_SIGINT,
+        (_, Some(Cancellation::Sigterm)) => crate::progress::EXIT_SIGTERM,
+        _ => 1,
+    }))
+}
+
+fn prepared_dir(dir: &Path) -> String {
+    dir.display().to_string()
+}
+
+/// Whether op `i` never started because a dependency did not succeed.
+fn blocked_op(plan: &ValidPlan, ends: &[Option<Ended>], i: usize) -> bool {
+    plan.deps(i).iter().any(|&d| match &ends[d] {
+        Some(e) => !conductor::succeeded(&e.status) || !e.missing.is_empty(),
+        None => blocked_op(plan, ends, d),
+    })
+}
+
+fn summary(ends: &[OpEnd<'_>]) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in ends {
+        let key = match e {
+            OpEnd::Ran { status, .. } => status,
+            OpEnd::Blocked => "blocked",
+            OpEnd::NotStarted => "not started",
+        };
+        *counts.entry(key).or_default() += 1;
+    }
+    let parts: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    format!("{} op(s): {}", ends.len(), parts.join(", "))
+}
+
+/// What an op's leg came to: its recorded status and reason, its text, and
+/// the expected artifacts missing from its subdirectory (checked only for
+/// a leg that succeeded).
+fn ended_of(report: Result<RunReport, runner::Error>, artifacts: &[String], dir: &Path) -> Ended {
+    match report {
+        Ok(r) => {
+            let missing = if conductor::succeeded(&r.recorded_status) {
+                artifacts
+                    .iter()
+                    .filter(|a| !dir.join(a).is_file())
+                    .cloned()
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            Ended {
+                status: r.recorded_status,
+                reason: r.verdict.reason_code.to_owned(),
+                text: r.text,
+                missing,
+                error: r.error,
+            }
+        }
+        Err(e) => Ended {
+            status: "failed".into(),
+            reason: RunReasons::FAILED_EXCEPTION.into(),
+            text: String::new(),
+            missing: Vec::new(),
+            error: Some(format!("{e}")),
+        },
+    }
+}
+
+/// Records an op that never starts: a `play` row, pending then blocked.
+fn block_play<R: SessionRecorder>(store: &R, id: &str, by: &str, actor: &Actor) -> Result<()> {
+    store.create(&InitialCommand {
+        entity_type: "play".into(),
+        entity_id: id.to_owned(),
+        status: "pending".into(),
+        reason: Reason::new(PlayReasons::PENDING_WAITING_ON_DEPS),
+        actor: actor.clone(),
+        patch: BTreeMap::new(),
+    })?;
+    store.transition(
+        &TransitionCommand::new(
+            "play",
+            id,
+            "blocked",
+            Reason::new(PlayReasons::BLOCKED_DEP_FAILED)
+                .with_summary(format!("dependency {by} did not succeed")),
+            actor.clone(),
+        )
+        .expecting("pending")
+        .with_patch("ended_at", json!(now_micros())),
+    )?;
+    Ok(())
+}
+
+fn report<R: SessionRecorder>(
+    store: &R,
+    plan: &ValidPlan,
+    invocation: &str,
+    ends: &[Option<Ended>],
+    op_ends: &[OpEnd<'_>],
+    json: bool,
+) -> Result<()> {
+    let history = store.history("invocation", invocation)?;
+    let mut ops = Vec::new();
+    for (i, op) in plan.ops().iter().enumerate() {
+        let session = format!("{invocation}-{}", op.id);
+        let mut row = json!({"id": op.id});
+        match (&ends[i], op_ends[i]) {
+            (Some(e), _) => {
+                let h = store.history("session", &session)?;
+                row = json!({
+                    "id": op.id, "session": session, "status": e.status, "reason": e.reason,
+                    "started_at": h.first().map(|t| t.created_at),
+                    "ended_at": h.last().filter(|t| t.to_status != "running").map(|t| t.created_at),
+                    "text": e.text, "missing_artifacts": e.missing, "error": e.error,
+                });
+            }
+            (None, OpEnd::Blocked) => {
+                let play = format!("{invocation}/{}", op.id);
+                let h = store.history("play", &play)?;
+                let last = h.last();
+                row = json!({
+                    "id": op.id, "play": play,
+                    "status": last.map(|t| t.to_status.clone()),
+                    "reason": last.map(|t| t.reason_code.clone()),
+                    "summary": last.map(|t| t.reason_summary.clone()),
+                });
+            }
+            (None, _) => {
+                row["status"] = Value::from("not started");
+            }
+        }
+        ops.push(row);
+    }
+    let last = history.last();
+    if json {
+        out::json(&json!({
+            "invocation": invocation,
+            "status": last.map(|t| &t.to_status),
+            "reason": last.map(|t| &t.reason_code),
+            "summary": last.map(|t| &t.reason_summary),
+            "ops": ops, "history": history,
+        }));
+        return Ok(());
+    }
+    for row in &ops {
+        let s = |k: &str| row[k].as_str().unwrap_or("-").to_owned();
+        out::line(format!(
+            "{:<16} {:<12} {:<28} {}",
+            s("id"),
+            s("status"),
+            s("reason"),
+            row.get("session")
+                .or_else(|| row.get("play"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        ));
+    }
+    if let Some(t) = last {
+        out::line(format!(
+            "invocation {invocation}: {} ({}) {}",
+            t.to_status, t.reason_code, t.reason_summary
+        ));
+    }
+    Ok(())
+}
