@@ -142,6 +142,19 @@ impl Scheduler {
         self.finish(op, true).is_ok()
     }
 
+    /// Records an op as already failed without running it (a resumed
+    /// flow's failed ops); only a waiting op whose dependencies all
+    /// succeeded moves. Returns the ops it blocks, or `None` if it did not
+    /// move.
+    pub fn mark_failed(&mut self, op: usize) -> Option<Vec<usize>> {
+        if self.state.get(op) != Some(&OpState::Waiting) || self.pending[op] != 0 {
+            return None;
+        }
+        self.state[op] = OpState::Running;
+        self.running += 1;
+        self.finish(op, false).ok()
+    }
+
     /// The state of `op`.
     pub fn state(&self, op: usize) -> Option<OpState> {
         self.state.get(op).copied()

@@ -128,6 +128,14 @@ const EXAMPLES: &[(&str, &str)] = &[
         "lionrt o flow --plan plan.yaml --max-concurrent 4",
     ),
     (
+        "flow resume",
+        "lionrt flow resume review-1                  # after a crash: finished ops are not run again\n  lionrt flow resume review-1 --retry-failed   # legs that died run again as ID-OP.2",
+    ),
+    (
+        "orchestrate flow resume",
+        "lionrt o flow resume review-1 --retry-failed",
+    ),
+    (
         "orchestrate fanout",
         "lionrt o fanout 3 --prompt 'review the parser' --synthesis -m codex/gpt-5",
     ),

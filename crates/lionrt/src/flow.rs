@@ -60,13 +60,45 @@ pub(crate) struct FlowOpts {
 
 /// `lionrt flow`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct FlowArgs {
     /// The plan: a JSON or YAML file (docs/schemas/plan.schema.json);
     /// relative paths in it are relative to the file.
-    #[arg(long, value_name = "FILE")]
-    plan: PathBuf,
+    #[arg(long, value_name = "FILE", required = true)]
+    plan: Option<PathBuf>,
     #[command(flatten)]
     opts: FlowOpts,
+    #[command(subcommand)]
+    action: Option<FlowAction>,
+}
+
+/// What else `lionrt flow` does.
+#[derive(Debug, Subcommand)]
+pub(crate) enum FlowAction {
+    /// Continue a flow whose conductor died (SIGKILL, a crash, a reboot):
+    /// ops that succeeded are not run again, legs that died are swept
+    /// (failed, session.orphaned.no_process) and run again only with
+    /// --retry-failed, the rest runs as the plan says.
+    Resume(ResumeArgs),
+}
+
+/// `lionrt flow resume`.
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The flow's invocation id.
+    #[arg(value_name = "ID")]
+    id: String,
+    /// Run again, as a new session ID-OP.N, every op that failed or whose
+    /// leg died (default: they stay failed and block their dependents).
+    #[arg(long)]
+    retry_failed: bool,
+    /// The workspace the flow ran in (default: the current directory);
+    /// the flow's record is WORKSPACE/.lionrt/flows/ID/flow.json.
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// At most this many ops at once (default: as the flow was started).
+    #[arg(long, value_name = "N")]
+    max_concurrent: Option<usize>,
 }
 
 /// `lionrt fanout`.
@@ -140,10 +172,15 @@ pub(crate) fn orchestrate(db: &Path, json: bool, cmd: OrchestrateCmd) -> Result<
 }
 
 pub(crate) fn flow(db: &Path, json: bool, args: FlowArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.plan)
-        .with_context(|| format!("reading plan {}", args.plan.display()))?;
-    let json_file = args
-        .plan
+    if let Some(FlowAction::Resume(r)) = args.action {
+        return resume(db, json, r);
+    }
+    let Some(plan_path) = args.plan else {
+        bail!("--plan FILE is required");
+    };
+    let text = std::fs::read_to_string(&plan_path)
+        .with_context(|| format!("reading plan {}", plan_path.display()))?;
+    let json_file = plan_path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
     let plan = if json_file {
@@ -151,9 +188,8 @@ pub(crate) fn flow(db: &Path, json: bool, args: FlowArgs) -> Result<ExitCode> {
     } else {
         Plan::from_yaml(&text)
     }
-    .with_context(|| format!("plan {}", args.plan.display()))?;
-    let base = args
-        .plan
+    .with_context(|| format!("plan {}", plan_path.display()))?;
+    let base = plan_path
         .parent()
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     execute_plan(db, json, plan, &base, &args.opts)
@@ -288,6 +324,7 @@ struct Prepared {
     leg: Option<Leg>,
     prompt: String,
     artifact_dir: PathBuf,
+    session: String,
 }
 
 /// How an op ended, as the flow saw it.
@@ -308,6 +345,69 @@ fn provider_of(op: &str, name: Option<&str>) -> Result<Option<ProviderName>> {
     .transpose()
 }
 
+/// The options of one op's leg, resolved against the plan's directory.
+struct OpInput {
+    prompt: String,
+    script: Option<PathBuf>,
+    mcp_config: Option<PathBuf>,
+}
+
+fn op_input(op: &conductor::Op, base: &Path) -> Result<OpInput> {
+    let prompt = match (&op.agent.prompt, &op.agent.prompt_file) {
+        (Some(p), _) => p.clone(),
+        (None, Some(file)) => {
+            let path = base.join(file);
+            std::fs::read_to_string(&path)
+                .with_context(|| format!("op {}: reading {}", op.id, path.display()))?
+        }
+        (None, None) => bail!("op {} has no prompt", op.id),
+    };
+    Ok(OpInput {
+        prompt,
+        script: op.agent.script.as_ref().map(|p| base.join(p)),
+        mcp_config: op.agent.mcp_config.as_ref().map(|p| base.join(p)),
+    })
+}
+
+/// Prepares one op's leg through the one run builder.
+fn prepare_op(
+    db: &Path,
+    op: &conductor::Op,
+    input: &OpInput,
+    workspace: &Path,
+    session: &str,
+    json: bool,
+) -> Result<Leg> {
+    let agent_args = crate::runopts::AgentArgs::default();
+    let mcp = crate::mcp_forward::McpForwardArgs::for_config(input.mcp_config.clone());
+    crate::run::prepare_leg(
+        db,
+        &LegOptions {
+            provider: provider_of(&op.id, op.agent.provider.as_deref())?,
+            model: op.agent.model.as_deref(),
+            prompt: Some(&input.prompt),
+            effort: op.agent.effort.as_deref(),
+            workspace: workspace.to_path_buf(),
+            session: session.to_owned(),
+            script: input.script.as_deref(),
+            sandbox: false,
+            agent: &agent_args,
+            mcp: &mcp,
+            json,
+        },
+    )
+    .with_context(|| format!("op {}", op.id))
+}
+
+/// The file a flow is resumed from: WORKSPACE/.lionrt/flows/ID/flow.json.
+fn record_path(workspace: &Path, invocation: &str) -> PathBuf {
+    workspace
+        .join(".lionrt")
+        .join("flows")
+        .join(invocation)
+        .join("flow.json")
+}
+
 /// Validates `plan`, prepares every leg, then runs the flow on the store
 /// `--db` names.
 fn execute_plan(
@@ -321,9 +421,10 @@ fn execute_plan(
         Some(reason) => anyhow::anyhow!("the plan is refused ({reason}): {e}"),
         None => anyhow::anyhow!("the plan is refused: {e}"),
     })?;
+    let cwd = std::env::current_dir().context("reading the current directory")?;
     let workspace = match &opts.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir().context("reading the current directory")?,
+        Some(w) => cwd.join(w),
+        None => cwd.clone(),
     };
     let invocation = match &opts.id {
         Some(id) => {
@@ -333,70 +434,301 @@ fn execute_plan(
         None => format!("flow-{}", now_micros()),
     };
     let artifacts = match &opts.artifacts {
-        Some(dir) => std::env::current_dir()
-            .context("reading the current directory")?
-            .join(dir),
+        Some(dir) => cwd.join(dir),
         None => workspace.join(".lionrt").join("flows").join(&invocation),
     };
-    let agent_args = crate::runopts::AgentArgs::default();
     let mut prepared = Vec::with_capacity(valid.ops().len());
+    let mut resolved = Vec::with_capacity(valid.ops().len());
     for op in valid.ops() {
-        let prompt = match (&op.agent.prompt, &op.agent.prompt_file) {
-            (Some(p), _) => p.clone(),
-            (None, Some(file)) => {
-                let path = base.join(file);
-                std::fs::read_to_string(&path)
-                    .with_context(|| format!("op {}: reading {}", op.id, path.display()))?
-            }
-            (None, None) => bail!("op {} has no prompt", op.id),
-        };
-        let mcp = crate::mcp_forward::McpForwardArgs::for_config(
-            op.agent.mcp_config.as_ref().map(|p| base.join(p)),
-        );
-        let script = op.agent.script.as_ref().map(|p| base.join(p));
-        let leg = crate::run::prepare_leg(
-            db,
-            &LegOptions {
-                provider: provider_of(&op.id, op.agent.provider.as_deref())?,
-                model: op.agent.model.as_deref(),
-                prompt: Some(&prompt),
-                effort: op.agent.effort.as_deref(),
-                workspace: workspace.clone(),
-                session: format!("{invocation}-{}", op.id),
-                script: script.as_deref(),
-                sandbox: false,
-                agent: &agent_args,
-                mcp: &mcp,
-                json,
-            },
-        )
-        .with_context(|| format!("op {}", op.id))?;
+        let input = op_input(op, base)?;
+        let session = format!("{invocation}-{}", op.id);
+        let leg = prepare_op(db, op, &input, &workspace, &session, json)?;
+        // The op as a resume reads it back: prompt inline, paths absolute.
+        let mut op = op.clone();
+        op.agent.prompt = Some(input.prompt.clone());
+        op.agent.prompt_file = None;
+        op.agent.script = input.script.as_ref().map(|p| cwd.join(p));
+        op.agent.mcp_config = input.mcp_config.as_ref().map(|p| cwd.join(p));
+        resolved.push(op);
         prepared.push(Prepared {
             leg: Some(leg),
-            prompt,
-            artifact_dir: artifacts.join(&op.id),
+            prompt: input.prompt,
+            artifact_dir: artifacts.join(&resolved[resolved.len() - 1].id),
+            session,
         });
     }
     let cap = opts.max_concurrent.max(1);
+    let record = json!({
+        "invocation": invocation, "workspace": workspace, "artifacts": artifacts,
+        "max_concurrent": cap, "plan": Plan { name: None, ops: resolved },
+    });
+    let start = Start::Fresh {
+        record,
+        path: record_path(&workspace, &invocation),
+    };
+    on_store(
+        db,
+        Fresh {
+            valid,
+            prepared,
+            invocation,
+            cap,
+            json,
+            start,
+        },
+    )
+}
+
+/// Records a leg's MCP refusals on the open store.
+type RecordGuard<'a> = &'a dyn Fn(&crate::mcp_forward::Guard) -> Result<()>;
+
+/// Work done on whichever store `--db` names.
+trait OnStore {
+    fn run<R>(self, store: Arc<R>, record: RecordGuard<'_>) -> Result<ExitCode>
+    where
+        R: SessionRecorder + Send + Sync + 'static;
+}
+
+/// Opens the store `--db` names and runs `job` there.
+fn on_store(db: &Path, job: impl OnStore) -> Result<ExitCode> {
     match crate::pg::url(db) {
         Some(url) => {
             let store = Arc::new(crate::pg::open(&url)?);
-            for p in &prepared {
-                if let Some(leg) = &p.leg {
-                    leg.mcp.record_pg(&store)?;
-                }
-            }
-            conduct(store, &valid, prepared, &invocation, cap, json)
+            let s = Arc::clone(&store);
+            job.run(store, &move |g| g.record_pg(&s))
         }
         None => {
             let store = Arc::new(Store::new(Engine::create(db, EngineConfig::default())?));
-            for p in &prepared {
-                if let Some(leg) = &p.leg {
-                    leg.mcp.record_sqlite(store.engine())?;
-                }
-            }
-            conduct(store, &valid, prepared, &invocation, cap, json)
+            let s = Arc::clone(&store);
+            job.run(store, &move |g| g.record_sqlite(s.engine()))
         }
+    }
+}
+
+/// A new flow, its legs prepared.
+struct Fresh {
+    valid: ValidPlan,
+    prepared: Vec<Prepared>,
+    invocation: String,
+    cap: usize,
+    json: bool,
+    start: Start,
+}
+
+impl OnStore for Fresh {
+    fn run<R>(self, store: Arc<R>, record: RecordGuard<'_>) -> Result<ExitCode>
+    where
+        R: SessionRecorder + Send + Sync + 'static,
+    {
+        for p in &self.prepared {
+            if let Some(leg) = &p.leg {
+                record(&leg.mcp)?;
+            }
+        }
+        conduct(
+            store,
+            &self.valid,
+            self.prepared,
+            &self.invocation,
+            self.cap,
+            self.json,
+            self.start,
+        )
+    }
+}
+
+/// How a flow starts: new (its record is written for a resume), or
+/// resumed with what each op already came to.
+enum Start {
+    Fresh { record: Value, path: PathBuf },
+    Resume { seeds: Vec<Seed> },
+}
+
+/// What a resumed op already came to.
+enum Seed {
+    /// Run it (again).
+    Run,
+    /// It succeeded: not run again.
+    Succeeded(Ended),
+    /// It failed (and is not retried): its dependents are blocked.
+    Failed(Ended),
+}
+
+/// `lionrt flow resume ID`.
+fn resume(db: &Path, json: bool, args: ResumeArgs) -> Result<ExitCode> {
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let workspace = args
+        .workspace
+        .as_ref()
+        .map_or_else(|| cwd.clone(), |w| cwd.join(w));
+    let path = record_path(&workspace, &args.id);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "reading the record of flow {} ({}; give --workspace where it ran)",
+            args.id,
+            path.display()
+        )
+    })?;
+    let record: Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let plan: Plan = serde_json::from_value(record["plan"].clone())
+        .with_context(|| format!("the plan in {}", path.display()))?;
+    let valid = conductor::validate(plan, usize::MAX)
+        .with_context(|| format!("the plan in {}", path.display()))?;
+    let dir = |k: &str| {
+        record[k]
+            .as_str()
+            .map(PathBuf::from)
+            .with_context(|| format!("{} has no {k}", path.display()))
+    };
+    let recorded_cap = record["max_concurrent"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok());
+    if crate::pg::url(db).is_none() && !db.exists() {
+        bail!("{} does not exist: nothing to resume", db.display());
+    }
+    on_store(
+        db,
+        Resumed {
+            db: db.to_owned(),
+            valid,
+            invocation: args.id,
+            workspace: dir("workspace")?,
+            artifacts: dir("artifacts")?,
+            cap: args.max_concurrent.or(recorded_cap).unwrap_or(4).max(1),
+            json,
+            retry: args.retry_failed,
+        },
+    )
+}
+
+/// A flow to resume.
+struct Resumed {
+    db: PathBuf,
+    valid: ValidPlan,
+    invocation: String,
+    workspace: PathBuf,
+    artifacts: PathBuf,
+    cap: usize,
+    json: bool,
+    retry: bool,
+}
+
+/// The op's text as its flow recorded it (`node_metadata.flow_result`).
+fn recorded_text(snapshot: &lifecycle_core::SessionSnapshot) -> String {
+    let meta = match snapshot.columns.get("node_metadata") {
+        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+        Some(v) => v.clone(),
+        None => Value::Null,
+    };
+    meta["flow_result"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl OnStore for Resumed {
+    fn run<R>(self, store: Arc<R>, record: RecordGuard<'_>) -> Result<ExitCode>
+    where
+        R: SessionRecorder + Send + Sync + 'static,
+    {
+        let inv = &self.invocation;
+        match store.history("invocation", inv)?.last() {
+            None => bail!("no invocation {inv} in the store"),
+            Some(t) if t.to_status != "running" => bail!(
+                "flow {inv} already ended {} ({}); nothing to resume",
+                t.to_status,
+                t.reason_code
+            ),
+            Some(_) => {}
+        }
+        // Legs whose conductor is gone end failed (orphaned) first.
+        crate::run::sweep_before_run(&*store);
+        let mut seeds = Vec::new();
+        let mut prepared = Vec::new();
+        for op in self.valid.ops() {
+            // The op's latest attempt: ID-OP, ID-OP.2, ...
+            let mut attempt = 1;
+            let mut latest = None;
+            loop {
+                let session = match attempt {
+                    1 => format!("{inv}-{}", op.id),
+                    n => format!("{inv}-{}.{n}", op.id),
+                };
+                match store.session(&session)? {
+                    Some(s) => latest = Some(s),
+                    None => break,
+                }
+                attempt += 1;
+            }
+            let artifact_dir = self.artifacts.join(&op.id);
+            let ended = |s: &lifecycle_core::SessionSnapshot| Ended {
+                status: s.status.clone(),
+                reason: s.reason_code.clone().unwrap_or_default(),
+                text: recorded_text(s),
+                missing: if conductor::succeeded(&s.status) {
+                    op.artifacts
+                        .iter()
+                        .filter(|a| !artifact_dir.join(a).is_file())
+                        .cloned()
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                error: None,
+            };
+            let (seed, session) = match &latest {
+                None => (Seed::Run, format!("{inv}-{}", op.id)),
+                Some(s) if s.status == "running" => bail!(
+                    "op {} of flow {inv} is still running (session {}, its owner alive): \
+                     is another conductor on it?",
+                    op.id,
+                    s.id
+                ),
+                Some(s) => {
+                    let e = ended(s);
+                    let ok = conductor::succeeded(&e.status) && e.missing.is_empty();
+                    match (ok, self.retry) {
+                        (true, _) => (Seed::Succeeded(e), s.id.clone()),
+                        (false, true) => (Seed::Run, format!("{inv}-{}.{attempt}", op.id)),
+                        (false, false) => (Seed::Failed(e), s.id.clone()),
+                    }
+                }
+            };
+            let input = op_input(op, Path::new("/"))?;
+            let leg = match seed {
+                Seed::Run => Some(prepare_op(
+                    &self.db,
+                    op,
+                    &input,
+                    &self.workspace,
+                    &session,
+                    self.json,
+                )?),
+                _ => None,
+            };
+            if let Some(leg) = &leg {
+                record(&leg.mcp)?;
+            }
+            std::fs::create_dir_all(&artifact_dir)
+                .with_context(|| format!("creating {}", artifact_dir.display()))?;
+            seeds.push(seed);
+            prepared.push(Prepared {
+                leg,
+                prompt: input.prompt,
+                artifact_dir,
+                session,
+            });
+        }
+        conduct(
+            store,
+            &self.valid,
+            prepared,
+            inv,
+            self.cap,
+            self.json,
+            Start::Resume { seeds },
+        )
     }
 }
 
@@ -448,28 +780,41 @@ fn conduct<R>(
     invocation: &str,
     cap: usize,
     json: bool,
+    start: Start,
 ) -> Result<ExitCode>
 where
     R: SessionRecorder + Send + Sync + 'static,
 {
-    refuse_existing(&*store, invocation, plan)?;
-    for p in &prepared {
-        std::fs::create_dir_all(&p.artifact_dir)
-            .with_context(|| format!("creating {}", p.artifact_dir.display()))?;
-    }
-    crate::run::sweep_before_run(&*store);
     let actor = actor();
-    store.create(&InitialCommand {
-        entity_type: "invocation".into(),
-        entity_id: invocation.to_owned(),
-        status: "running".into(),
-        reason: Reason::new(RunReasons::STARTED_OK).with_summary(format!(
-            "flow of {} op(s), at most {cap} at once",
-            plan.ops().len()
-        )),
-        actor: actor.clone(),
-        patch: BTreeMap::new(),
-    })?;
+    let seeds = match start {
+        Start::Fresh { record, path } => {
+            refuse_existing(&*store, invocation, plan)?;
+            for p in &prepared {
+                std::fs::create_dir_all(&p.artifact_dir)
+                    .with_context(|| format!("creating {}", p.artifact_dir.display()))?;
+            }
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+            std::fs::write(&path, serde_json::to_string_pretty(&record)?)
+                .with_context(|| format!("writing {}", path.display()))?;
+            crate::run::sweep_before_run(&*store);
+            store.create(&InitialCommand {
+                entity_type: "invocation".into(),
+                entity_id: invocation.to_owned(),
+                status: "running".into(),
+                reason: Reason::new(RunReasons::STARTED_OK).with_summary(format!(
+                    "flow of {} op(s), at most {cap} at once",
+                    plan.ops().len()
+                )),
+                actor: actor.clone(),
+                patch: BTreeMap::new(),
+            })?;
+            Vec::new()
+        }
+        Start::Resume { seeds } => seeds,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -484,6 +829,37 @@ where
         });
         let mut sched = Scheduler::new(plan, cap);
         let mut ends: Vec<Option<Ended>> = vec![None; n];
+        // A resumed flow: what already ended stays ended, in dependency
+        // order (an op moves once its dependencies have).
+        let mut seeds: Vec<Option<Seed>> = seeds.into_iter().map(Some).collect();
+        loop {
+            let mut moved = false;
+            for i in 0..seeds.len() {
+                let blocked = match &seeds[i] {
+                    Some(Seed::Succeeded(_)) if sched.mark_succeeded(i) => Vec::new(),
+                    Some(Seed::Failed(_)) => match sched.mark_failed(i) {
+                        Some(blocked) => blocked,
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                if let Some(Seed::Succeeded(e) | Seed::Failed(e)) = seeds[i].take() {
+                    ends[i] = Some(e);
+                }
+                moved = true;
+                for b in blocked {
+                    let (id, by) = (
+                        format!("{invocation}/{}", plan.ops()[b].id),
+                        plan.ops()[i].id.clone(),
+                    );
+                    let actor = actor.clone();
+                    blocking(&store, move |s| block_play(s, &id, &by, &actor)).await?;
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
         let mut legs = tokio::task::JoinSet::new();
         loop {
             if rx.borrow().is_none() {
@@ -555,8 +931,18 @@ where
             let (i, report) = joined.context("a leg task panicked")?;
             let op = &plan.ops()[i];
             let ended = ended_of(report, &op.artifacts, &prepared[i].artifact_dir);
+            // The op's result, on its session, for a resumed flow's
+            // dependents.
+            let (session, text) = (prepared[i].session.clone(), ended.text.clone());
+            blocking(&store, move |s| {
+                s.update_session_metadata(&session, "flow_result", &mut |_| {
+                    Some(json!({"text": text}))
+                })?;
+                Ok(())
+            })
+            .await?;
             if !ended.missing.is_empty() {
-                let (session, missing) = (format!("{invocation}-{}", op.id), ended.missing.clone());
+                let (session, missing) = (prepared[i].session.clone(), ended.missing.clone());
                 blocking(&store, move |s| {
                     s.record_message(
                         &session,
@@ -615,7 +1001,8 @@ where
         .expecting("running")
         .with_patch("ended_at", json!(now_micros())),
     )?;
-    report(&*store, plan, invocation, &ends, &op_ends, json)?;
+    let sessions: Vec<&str> = prepared.iter().map(|p| p.session.as_str()).collect();
+    report(&*store, plan, invocation, &sessions, &ends, &op_ends, json)?;
     Ok(ExitCode::from(match (outcome.status, cancelled) {
         ("completed", _) => 0,
         (_, Some(Cancellation::Sigint)) => crate::progress::EXIT_SIGINT,
@@ -685,6 +1072,10 @@ fn ended_of(report: Result<RunReport, runner::Error>, artifacts: &[String], dir:
 
 /// Records an op that never starts: a `play` row, pending then blocked.
 fn block_play<R: SessionRecorder>(store: &R, id: &str, by: &str, actor: &Actor) -> Result<()> {
+    if !store.history("play", id)?.is_empty() {
+        // Recorded by the run this one resumes.
+        return Ok(());
+    }
     store.create(&InitialCommand {
         entity_type: "play".into(),
         entity_id: id.to_owned(),
@@ -712,6 +1103,7 @@ fn report<R: SessionRecorder>(
     store: &R,
     plan: &ValidPlan,
     invocation: &str,
+    sessions: &[&str],
     ends: &[Option<Ended>],
     op_ends: &[OpEnd<'_>],
     json: bool,
@@ -719,11 +1111,11 @@ fn report<R: SessionRecorder>(
     let history = store.history("invocation", invocation)?;
     let mut ops = Vec::new();
     for (i, op) in plan.ops().iter().enumerate() {
-        let session = format!("{invocation}-{}", op.id);
+        let session = sessions[i];
         let mut row = json!({"id": op.id});
         match (&ends[i], op_ends[i]) {
             (Some(e), _) => {
-                let h = store.history("session", &session)?;
+                let h = store.history("session", session)?;
                 row = json!({
                     "id": op.id, "session": session, "status": e.status, "reason": e.reason,
                     "started_at": h.first().map(|t| t.created_at),

@@ -178,4 +178,10 @@ fn finishing_an_op_that_is_not_running_is_refused() {
     assert!(s.finish(0, true).is_err(), "finished twice");
     assert!(s.mark_succeeded(1));
     assert!(s.is_done());
+    let plan = validate(plan_of(&[vec![], vec![0], vec![1]]), 9).expect("valid");
+    let mut s = Scheduler::new(&plan, 1);
+    assert_eq!(s.mark_failed(1), None, "its dependency has not succeeded");
+    assert!(s.mark_succeeded(0));
+    assert_eq!(s.mark_failed(1), Some(vec![2]));
+    assert!(s.is_done());
 }

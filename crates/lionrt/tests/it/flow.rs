@@ -622,3 +622,191 @@ fn a_diamond_runs_on_postgres() {
         let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
     }
 }
+
+/// Waits (at most 60 s) until `done` holds on the store.
+fn wait_for(db: &Path, what: &str, done: impl Fn(&rusqlite::Connection) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if db.exists()
+            && let Ok(conn) = rusqlite::Connection::open(db)
+            && done(&conn)
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn status_of(conn: &rusqlite::Connection, session: &str) -> Option<(String, Option<String>)> {
+    conn.query_row(
+        "SELECT status, status_reason_code FROM sessions WHERE id = ?1",
+        [session],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .ok()
+}
+
+/// A flow `k` (a quick, b a minute long, c after both) whose conductor is
+/// SIGKILLed once a completed and b is running.
+fn killed_flow(dir: &Path, db: &Path) {
+    write(dir, "a.json", r#"[{"type": "text", "text": "A-DONE"}]"#);
+    write(
+        dir,
+        "b.json",
+        r#"[{"type": "tool_call", "id": "t", "name": "sleep", "arguments": {"ms": 60000}}]"#,
+    );
+    // c answers only when told both a's and b's results.
+    write(
+        dir,
+        "c.json",
+        r#"{"mode": "when_only", "responses": [{"type": "text", "text": "C-DONE",
+            "when": {"prompt_regex": "(?s)A-DONE.*B-DONE"}}]}"#,
+    );
+    write(
+        dir,
+        "k.plan.yaml",
+        "ops:
+  - {id: a, agent: {prompt: a, script: a.json}}
+  - {id: b, agent: {prompt: b, script: b.json}}
+  - {id: c, agent: {prompt: c, script: c.json}, depends_on: [a, b]}
+",
+    );
+    let mut conductor = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+        .current_dir(dir)
+        .arg("--db")
+        .arg(db)
+        .args(["flow", "--plan", "k.plan.yaml", "--id", "k"])
+        .env_remove("LIONRT_DB")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the conductor");
+    wait_for(db, "a completed and b running", |c| {
+        status_of(c, "k-a").is_some_and(|s| s.0 == "completed")
+            && status_of(c, "k-b").is_some_and(|s| s.0 == "running")
+    });
+    assert!(!procs_in(dir).is_empty(), "the probe sees the conductor");
+    conductor.kill().expect("SIGKILL");
+    conductor.wait().expect("reap");
+}
+
+#[test]
+fn a_sigkilled_conductor_is_resumed_without_running_a_finished_op_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    killed_flow(dir.path(), &db);
+    // b's leg would now answer at once: only a re-run can tell.
+    write(
+        dir.path(),
+        "b.json",
+        r#"[{"type": "text", "text": "B-DONE"}]"#,
+    );
+    let out = lionrt_in(
+        dir.path(),
+        db.to_str().expect("utf8"),
+        &["--json", "flow", "resume", "k", "--retry-failed"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v = stdout_json(&out);
+    assert_eq!(v["status"], "completed", "{v}");
+    assert_eq!(op(&v, "a")["session"], "k-a");
+    assert_eq!(op(&v, "b")["session"], "k-b.2");
+    assert_eq!(op(&v, "c")["text"], "C-DONE", "{v}");
+    assert_eq!(statuses(&v["history"]), ["running", "completed"]);
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    // a ran once: its history is one start and one end.
+    let a_rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM status_transitions WHERE entity_id = 'k-a'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(a_rows, 2);
+    // b's first leg died with its conductor: swept, then run again.
+    assert_eq!(
+        status_of(&conn, "k-b"),
+        Some(("failed".into(), Some("session.orphaned.no_process".into())))
+    );
+    let under: Vec<String> = conn
+        .prepare("SELECT id FROM sessions WHERE invocation_id = 'k' ORDER BY id")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(under, ["k-a", "k-b", "k-b.2", "k-c"]);
+    // Nothing is left running in the workspace (b's first leg died with
+    // its conductor: the orphan guard ended its group).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let left = procs_in(dir.path());
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left running: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // An ended flow is not resumed again.
+    let out = lionrt_in(
+        dir.path(),
+        db.to_str().expect("utf8"),
+        &["flow", "resume", "k"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("already ended completed"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_resume_without_retry_leaves_a_dead_leg_failed_and_blocks_its_dependent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("state.db");
+    killed_flow(dir.path(), &db);
+    let out = lionrt_in(
+        dir.path(),
+        db.to_str().expect("utf8"),
+        &["--json", "flow", "resume", "k"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let v = stdout_json(&out);
+    assert_eq!(op(&v, "a")["status"], "completed");
+    assert_eq!(op(&v, "b")["status"], "failed");
+    assert_eq!(op(&v, "b")["reason"], "session.orphaned.no_process");
+    assert_eq!(op(&v, "c")["status"], "blocked");
+    assert_eq!(op(&v, "c")["reason"], "play.blocked.dep_failed");
+    // A swept leg's session reason is no run reason: the invocation says
+    // the run failed by exception.
+    assert_eq!(v["status"], "failed");
+    assert_eq!(v["reason"], "run.failed.exception");
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let sessions: i64 = conn
+        .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(sessions, 2, "nothing ran again");
+}
+
+/// The pids of processes whose working directory is `dir`.
+fn procs_in(dir: &Path) -> Vec<u32> {
+    let Ok(dir) = dir.canonicalize() else {
+        return Vec::new();
+    };
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir))
+        .collect()
+}
