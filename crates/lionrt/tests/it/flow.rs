@@ -810,3 +810,135 @@ fn procs_in(dir: &Path) -> Vec<u32> {
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir))
         .collect()
 }
+
+/// SIGKILL of the conductor at random points of a diamond, each followed
+/// by `flow resume --retry-failed` until the flow ends: every op completes
+/// exactly once (one completed session each, earlier attempts swept), no
+/// session is left open, nothing is left running; a kill before the
+/// invocation row existed left no session at all.
+#[test]
+fn sigkills_at_random_points_then_resume_complete_every_op_exactly_once() {
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(7, |d| d.as_nanos() as u64)
+        | 1;
+    #[allow(clippy::print_stderr, reason = "the seed of a failing run")]
+    {
+        eprintln!("seed {seed}");
+    }
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let quick = r#"[{"type": "tool_call", "id": "t", "name": "sleep", "arguments": {"ms": 150}}]"#;
+    // Rounds killed before the flow started, resumed, and already ended.
+    let mut seen = [0u32; 3];
+    for round in 0..12 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("state.db");
+        write(dir.path(), "slow.json", quick);
+        write(dir.path(), "diamond.plan.yaml", DIAMOND);
+        let mut conductor = Command::new(env!("CARGO_BIN_EXE_lionrt"))
+            .current_dir(dir.path())
+            .arg("--db")
+            .arg(&db)
+            .args(["flow", "--plan", "diamond.plan.yaml", "--id", "r"])
+            .env_remove("LIONRT_DB")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn the conductor");
+        let delay = next() % 900;
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = conductor.kill();
+        conductor.wait().expect("reap");
+        let mut resumes = 0;
+        loop {
+            let out = lionrt_in(
+                dir.path(),
+                db.to_str().expect("utf8"),
+                &["--json", "flow", "resume", "r", "--retry-failed"],
+                &[],
+            );
+            let all = text(&out);
+            if all.contains("no invocation r")
+                || all.contains("does not exist")
+                || all.contains("reading the record of flow r")
+            {
+                // Killed before the invocation row (or the flow's record,
+                // written before it): nothing ran.
+                if db.exists() {
+                    let conn = rusqlite::Connection::open(&db).expect("open");
+                    let n: i64 = conn
+                        .query_row(
+                            "SELECT (SELECT count(*) FROM sessions)
+                                  + (SELECT count(*) FROM invocations)",
+                            [],
+                            |r| r.get(0),
+                        )
+                        // Killed before the schema was made: no rows.
+                        .or_else(|e| {
+                            if e.to_string().contains("no such table") {
+                                Ok(0)
+                            } else {
+                                Err(e)
+                            }
+                        })
+                        .expect("count");
+                    assert_eq!(n, 0, "round {round}: rows without a resumable flow");
+                }
+                seen[0] += 1;
+                break;
+            }
+            if all.contains("already ended completed") || out.status.success() {
+                seen[if out.status.success() { 1 } else { 2 }] += 1;
+                let conn = rusqlite::Connection::open(&db).expect("open");
+                for o in ["a", "b", "c", "d"] {
+                    let completed: i64 = conn
+                        .query_row(
+                            "SELECT count(*) FROM sessions WHERE invocation_id = 'r'
+                             AND (id = ?1 OR id LIKE ?1 || '.%') AND status = 'completed'",
+                            [format!("r-{o}")],
+                            |r| r.get(0),
+                        )
+                        .expect("count");
+                    assert_eq!(completed, 1, "round {round} (kill at {delay} ms): op {o}");
+                }
+                let open: i64 = conn
+                    .query_row(
+                        "SELECT count(*) FROM sessions WHERE status = 'running'",
+                        [],
+                        |r| r.get(0),
+                    )
+                    .expect("count");
+                assert_eq!(open, 0, "round {round}: a session left running");
+                let inv: String = conn
+                    .query_row("SELECT status FROM invocations WHERE id = 'r'", [], |r| {
+                        r.get(0)
+                    })
+                    .expect("invocation");
+                assert_eq!(inv, "completed");
+                break;
+            }
+            resumes += 1;
+            assert!(resumes < 3, "round {round}: resume keeps failing: {all}");
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !procs_in(dir.path()).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: left running"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    #[allow(clippy::print_stderr, reason = "what the rounds hit")]
+    {
+        eprintln!("killed before the start / resumed / already ended: {seen:?}");
+    }
+    // The kills land while legs run (a 0-900 ms kill in a ~1 s flow):
+    // at least one round is a real resume.
+    assert!(seen[1] > 0, "no round resumed a flow: {seen:?}");
+}
