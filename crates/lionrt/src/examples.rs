@@ -112,6 +112,38 @@ const EXAMPLES: &[(&str, &str)] = &[
         "lionrt run                                  # the scripted demo\n  lionrt run --provider claude --prompt 'fix the flaky test' --effort high\n  lionrt run --provider codex --prompt 'add a test' --sandbox --mcp-config .mcp.json",
     ),
     (
+        "flow",
+        "lionrt flow --plan plan.yaml --max-concurrent 2   # a DAG of ops (docs/schemas/plan.schema.json)\n  lionrt flow --plan plan.json --max-ops 20 --id review-1 --json",
+    ),
+    (
+        "fanout",
+        "lionrt fanout 3 --prompt 'review the parser' --synthesis -m claude/sonnet\n  lionrt fanout 2 --prompt 'summarise' --script worker.json   # scripted legs",
+    ),
+    (
+        "play",
+        "lionrt play list\n  lionrt play review 'the parser' --scope core     # ~/.lionagi/playbooks/review.playbook.yaml\n  lionrt play help review                     # the playbook's arguments",
+    ),
+    (
+        "orchestrate",
+        "lionrt o flow --plan plan.yaml\n  lionrt o fanout 3 --prompt 'review the parser' --synthesis",
+    ),
+    (
+        "orchestrate flow",
+        "lionrt o flow --plan plan.yaml --max-concurrent 4",
+    ),
+    (
+        "flow resume",
+        "lionrt flow resume review-1                  # after a crash: finished ops are not run again\n  lionrt flow resume review-1 --retry-failed   # legs that died run again as ID-OP.2",
+    ),
+    (
+        "orchestrate flow resume",
+        "lionrt o flow resume review-1 --retry-failed",
+    ),
+    (
+        "orchestrate fanout",
+        "lionrt o fanout 3 --prompt 'review the parser' --synthesis -m codex/gpt-5",
+    ),
+    (
         "kill",
         "lionrt kill run-1730000000000000 --grace 5\n  lionrt kill --all-stale --dry-run",
     ),

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use clap::Args;
-use lifecycle_core::{StateReader, TransitionRecord, default_registry};
+use lifecycle_core::{IdMatch, StateReader, TransitionRecord, default_registry};
 use serde_json::json;
 
 use crate::backend::Backend;
@@ -30,9 +30,19 @@ pub(crate) fn run(db: &Path, json: bool, args: LifecycleArgs) -> Result<ExitCode
 fn timeline<B: Backend>(backend: &B, json: bool, args: &LifecycleArgs) -> Result<ExitCode> {
     let reader = backend.reader();
     let mut entities = Vec::new();
+    // An id that is itself an entity's id wins over prefixes of others (a
+    // flow's invocation `ID` beside its sessions `ID-OP`).
     for policy in default_registry().iter() {
-        if let Some(id) = view::resolve(reader, policy.entity_type(), &args.run_id)? {
-            entities.push((policy.entity_type().to_owned(), id));
+        let kind = policy.entity_type();
+        if reader.match_id(kind, &args.run_id)? == IdMatch::One(args.run_id.clone()) {
+            entities.push((kind.to_owned(), args.run_id.clone()));
+        }
+    }
+    if entities.is_empty() {
+        for policy in default_registry().iter() {
+            if let Some(id) = view::resolve(reader, policy.entity_type(), &args.run_id)? {
+                entities.push((policy.entity_type().to_owned(), id));
+            }
         }
     }
     if entities.is_empty() {

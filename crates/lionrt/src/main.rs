@@ -16,6 +16,7 @@ mod daemon;
 mod dbpath;
 mod doctor;
 mod examples;
+mod flow;
 mod import;
 mod kill;
 mod lifecycle;
@@ -86,6 +87,19 @@ enum Command {
     /// Run the main job: record a session, supervise a leg, print its history.
     #[command(visible_alias = "agent")]
     Run(run::RunArgs),
+    /// Run a plan of ops (a DAG of agent legs) as one flow: ready ops in
+    /// parallel up to --max-concurrent, each a session under one
+    /// invocation, dependents given their dependencies' results.
+    Flow(flow::FlowArgs),
+    /// N agents given one task, optionally ending with a synthesis op that
+    /// receives every worker's result.
+    Fanout(flow::FanoutArgs),
+    /// Run one of li's playbooks (NAME.playbook.yaml): its prompt template
+    /// filled with INPUT and --ARG values; `lionrt play list` lists them.
+    Play(flow::PlayArgs),
+    /// li's `o`: `lionrt o flow` and `lionrt o fanout`.
+    #[command(subcommand, visible_alias = "o")]
+    Orchestrate(flow::OrchestrateCmd),
     /// End a live session's leg from another terminal (id or unique prefix),
     /// or every session whose owner is gone (--all-stale).
     Kill(kill::KillArgs),
@@ -164,6 +178,10 @@ fn access(command: &Command) -> Option<dbpath::Access> {
         Command::Serve(args) if args.read_only() => Read,
         Command::Outbox(_)
         | Command::Run(_)
+        | Command::Flow(_)
+        | Command::Fanout(_)
+        | Command::Play(_)
+        | Command::Orchestrate(_)
         | Command::Kill(_)
         | Command::Mirror(_)
         | Command::Schedule(_)
@@ -251,7 +269,13 @@ fn main() -> ExitCode {
     }
     let creates_db = matches!(
         cli.command,
-        Command::Run(_) | Command::Mirror(_) | Command::State(state::StateCmd::Init)
+        Command::Run(_)
+            | Command::Flow(_)
+            | Command::Fanout(_)
+            | Command::Play(_)
+            | Command::Orchestrate(_)
+            | Command::Mirror(_)
+            | Command::State(state::StateCmd::Init)
     );
     if creates_db
         && !dbpath::is_url(&cli.db)
@@ -268,6 +292,10 @@ fn main() -> ExitCode {
         Command::Plugin(args) => plugin::run(cli.json, args),
         Command::Outbox(cmd) => self::outbox::run(&cli.db, cli.json, cmd),
         Command::Run(args) => run::run(&cli.db, cli.json, args),
+        Command::Flow(args) => flow::flow(&cli.db, cli.json, args),
+        Command::Fanout(args) => flow::fanout(&cli.db, cli.json, args),
+        Command::Play(args) => flow::play(&cli.db, cli.json, args),
+        Command::Orchestrate(cmd) => flow::orchestrate(&cli.db, cli.json, cmd),
         Command::Kill(args) => kill::run(&cli.db, cli.json, args),
         Command::Mirror(args) => mirror::run(&cli.db, cli.json, args),
         Command::Schedule(cmd) => schedule::run(&cli.db, cli.json, cmd),

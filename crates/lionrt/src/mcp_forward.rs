@@ -96,6 +96,19 @@ pub(crate) struct McpForwardArgs {
     mcp_init_timeout: u64,
 }
 
+impl McpForwardArgs {
+    /// The options of a leg that is not `lionrt run` (an op of a flow):
+    /// `config` as its `--mcp-config`, the workspace's own files not
+    /// trusted, the default init timeout.
+    pub(crate) fn for_config(config: Option<PathBuf>) -> Self {
+        Self {
+            mcp_config: config,
+            trust_project: false,
+            mcp_init_timeout: 10,
+        }
+    }
+}
+
 /// What happened to one refused tool, or to a server refused as a whole.
 #[derive(Debug, Clone, Serialize)]
 struct Refusal {

@@ -114,50 +114,76 @@ pub(crate) fn scripted_leg(script: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
-    // Everything that can be wrong with the input is found here, before a
-    // session exists.
-    let workspace = match &args.workspace {
-        Some(w) => w.clone(),
-        None => std::env::current_dir().context("reading the current directory")?,
-    };
-    match std::fs::metadata(&workspace) {
+/// What one leg needs, as typed options: `lionrt run`'s flags, or an op
+/// of a flow. [`prepare_leg`] turns them into the leg's [`RunConfig`].
+#[derive(Debug)]
+pub(crate) struct LegOptions<'a> {
+    /// The provider (default: scripted, or the one `model` names).
+    pub(crate) provider: Option<ProviderName>,
+    /// The model, or li's PROVIDER/MODEL spec.
+    pub(crate) model: Option<&'a str>,
+    /// The prompt.
+    pub(crate) prompt: Option<&'a str>,
+    /// The effort, as given.
+    pub(crate) effort: Option<&'a str>,
+    /// The workspace.
+    pub(crate) workspace: PathBuf,
+    /// The session id.
+    pub(crate) session: String,
+    /// The scripted provider's script (default: the demo).
+    pub(crate) script: Option<&'a Path>,
+    /// Run in a fresh worktree sandbox.
+    pub(crate) sandbox: bool,
+    /// `--resume`, `--set` and the watchdog timeouts.
+    pub(crate) agent: &'a crate::runopts::AgentArgs,
+    /// The MCP servers to forward once their tools are admitted.
+    pub(crate) mcp: &'a crate::mcp_forward::McpForwardArgs,
+    /// Whether the command prints JSON (the admission decision's form).
+    pub(crate) json: bool,
+    /// Who submitted the run (`lionrt mcp serve`'s caller), recorded as
+    /// the actor of its start, with its label.
+    pub(crate) submitted_by: Option<&'a str>,
+    /// The submitter's label for the run.
+    pub(crate) label: Option<&'a str>,
+}
+
+/// A prepared leg: its config and the MCP guard to hold
+/// until it ends (and whose refusals are recorded once the store is open).
+#[derive(Debug)]
+pub(crate) struct Leg {
+    pub(crate) config: RunConfig,
+    pub(crate) mcp: crate::mcp_forward::Guard,
+}
+
+/// The one run builder: checks a leg's options and builds its
+/// [`RunConfig`] (workspace, model spec, effort, script, prompt, watchdogs
+/// from LIONAGI_WORKER_*, `secrets.lookup`, the submitter, the agent
+/// options and the provider's dry run, then MCP resolution and admission).
+/// Everything that can be wrong is found here, before a session exists.
+/// `lionrt run`, every leg of a flow and every `mcp serve` submission
+/// (through `lionrt run`) start through it.
+pub(crate) fn prepare_leg(db: &Path, opts: &LegOptions<'_>) -> Result<Leg> {
+    match std::fs::metadata(&opts.workspace) {
         Ok(m) if m.is_dir() => {}
-        Ok(_) => bail!("--workspace {} is not a directory", workspace.display()),
-        Err(e) => bail!("--workspace {}: {e}", workspace.display()),
-    }
-    let effort = args.effort.as_deref().map(normalize_effort).transpose()?;
-    let (provider_name, model) = model_spec(args.provider, args.model.as_deref())?;
-    let provider = provider_choice(provider_name, &args)?;
-    let from_file = match &args.prompt_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .with_context(|| format!("reading --prompt-file {}", path.display()))?,
+        Ok(_) => bail!(
+            "--workspace {} is not a directory",
+            opts.workspace.display()
         ),
-        None => None,
-    };
-    let prompt = prompt_of(
-        provider_name,
-        args.prompt
-            .as_deref()
-            .or(args.prompt_arg.as_deref())
-            .or(from_file.as_deref()),
-    )?;
-    let session = match &args.session {
-        Some(id) => {
-            check_session_id(id)?;
-            refuse_existing(db, id)?;
-            id.clone()
-        }
-        None => format!("run-{}", now_micros()),
-    };
-    // Durable notify uses the outbox of the same store (file or server).
-    let notify =
-        crate::notify_wiring::prepare(&args.notify, &workspace, Some(db.to_owned()), &session);
-    let mut config = RunConfig::new(session, provider, &prompt, workspace);
+        Err(e) => bail!("--workspace {}: {e}", opts.workspace.display()),
+    }
+    let effort = opts.effort.map(normalize_effort).transpose()?;
+    let (provider_name, model) = model_spec(opts.provider, opts.model)?;
+    let provider = provider_choice(provider_name, opts.script)?;
+    let prompt = prompt_of(provider_name, opts.prompt)?;
+    let mut config = RunConfig::new(
+        opts.session.clone(),
+        provider,
+        &prompt,
+        opts.workspace.clone(),
+    );
     config.model = model;
     config.effort = effort;
-    config.sandbox = args.sandbox;
+    config.sandbox = opts.sandbox;
     // The binary is where configuration is read: the watchdog defaults from
     // LIONAGI_WORKER_* and `secrets.lookup` from the global settings file.
     config.watchdogs = Watchdogs::from_env()?;
@@ -167,20 +193,74 @@ pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
         ActorType::Executor,
         format!("lionrt-{}", std::process::id()),
     );
-    if let Some(by) = &args.submitted_by {
+    if let Some(by) = opts.submitted_by {
         if by.trim().is_empty() || by.chars().any(char::is_control) {
             bail!("--submitted-by must name the submitter");
         }
-        config.submitted_by = Some(Actor::new(ActorType::Agent, by.clone()));
+        config.submitted_by = Some(Actor::new(ActorType::Agent, by.to_owned()));
         config.notes.push(runner::RunNote {
             role: "mcp_submission".into(),
-            content: json!({"submitted_by": by, "label": args.label}).to_string(),
+            content: json!({"submitted_by": by, "label": opts.label}).to_string(),
         });
     }
-    crate::runopts::apply(db, provider_name, &args.agent, &mut config)?;
+    crate::runopts::apply(db, provider_name, opts.agent, &mut config)?;
     // Held until the run ends (Claude's owner-only MCP config directory);
     // its refusals become admin_events rows before the session starts.
-    let mcp = crate::mcp_forward::admit(provider_name, &args.mcp, &mut config, json)?;
+    let mcp = crate::mcp_forward::admit(provider_name, opts.mcp, &mut config, opts.json)?;
+    Ok(Leg { config, mcp })
+}
+
+pub(crate) fn run(db: &Path, json: bool, args: RunArgs) -> Result<ExitCode> {
+    // Everything that can be wrong with the input is found here, before a
+    // session exists.
+    let workspace = match &args.workspace {
+        Some(w) => w.clone(),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    // Checked first, as before the run builder existed: a bad effort or
+    // model spec is reported before the session id is looked up.
+    args.effort.as_deref().map(normalize_effort).transpose()?;
+    model_spec(args.provider, args.model.as_deref())?;
+    let from_file = match &args.prompt_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --prompt-file {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let session = match &args.session {
+        Some(id) => {
+            check_session_id(id)?;
+            refuse_existing(db, id)?;
+            id.clone()
+        }
+        None => format!("run-{}", now_micros()),
+    };
+    let Leg { mut config, mcp } = prepare_leg(
+        db,
+        &LegOptions {
+            provider: args.provider,
+            model: args.model.as_deref(),
+            prompt: args
+                .prompt
+                .as_deref()
+                .or(args.prompt_arg.as_deref())
+                .or(from_file.as_deref()),
+            effort: args.effort.as_deref(),
+            workspace: workspace.clone(),
+            session: session.clone(),
+            script: args.script.as_deref(),
+            sandbox: args.sandbox,
+            agent: &args.agent,
+            mcp: &args.mcp,
+            json,
+            submitted_by: args.submitted_by.as_deref(),
+            label: args.label.as_deref(),
+        },
+    )?;
+    // Durable notify uses the outbox of the same store (file or server).
+    let notify =
+        crate::notify_wiring::prepare(&args.notify, &workspace, Some(db.to_owned()), &session);
     crate::progress::attach(&mut config, json, &args.live);
     match crate::pg::url(db) {
         Some(url) => {
@@ -217,7 +297,7 @@ fn prompt_of(provider: ProviderName, prompt: Option<&str>) -> Result<String> {
 
 /// A `--session` id must name something: not empty, no blank ends, no
 /// control characters.
-fn check_session_id(id: &str) -> Result<()> {
+pub(crate) fn check_session_id(id: &str) -> Result<()> {
     if id.trim().is_empty() {
         bail!("--session must not be empty");
     }
@@ -345,15 +425,15 @@ fn label(provider: ProviderName) -> String {
         .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
-fn provider_choice(provider: ProviderName, args: &RunArgs) -> Result<ProviderChoice> {
+fn provider_choice(provider: ProviderName, script: Option<&Path>) -> Result<ProviderChoice> {
     Ok(match provider {
         ProviderName::Scripted => {
-            let text = match &args.script {
+            let text = match script {
                 Some(path) => std::fs::read_to_string(path)
                     .with_context(|| format!("reading script {}", path.display()))?,
                 None => DEMO_SCRIPT.to_owned(),
             };
-            let script = ScriptModel::from_json(&text).with_context(|| match &args.script {
+            let script = ScriptModel::from_json(&text).with_context(|| match script {
                 Some(path) => format!("script {}", path.display()),
                 None => "the demo script".to_owned(),
             })?;
@@ -375,7 +455,7 @@ fn provider_choice(provider: ProviderName, args: &RunArgs) -> Result<ProviderCho
 
 /// The sweep at the start of every run: sessions whose owner is provably
 /// gone end as orphaned. A failing sweep never stops the run (logged).
-fn sweep_before_run<R: SessionRecorder>(store: &R) {
+pub(crate) fn sweep_before_run<R: SessionRecorder>(store: &R) {
     let actor = sweep_actor();
     let procs = Processes {
         table: &ProcTable,
@@ -400,7 +480,7 @@ pub(crate) fn sweep_actor() -> Actor {
 }
 
 /// SIGINT and SIGTERM for the whole run, as its cancellation.
-fn cancellation() -> Result<impl std::future::Future<Output = Cancellation>> {
+pub(crate) fn cancellation() -> Result<impl std::future::Future<Output = Cancellation>> {
     let mut interrupt = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
     let mut terminate =
         signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;

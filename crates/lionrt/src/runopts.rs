@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::run::ProviderName;
 
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub(crate) struct AgentArgs {
     /// Resume a conversation: a lionrt session id (or unique prefix) whose
     /// provider resume id was recorded, or the provider's own id.

@@ -159,6 +159,11 @@ pub struct RunConfig {
     /// variables, secret-looking names) and redacts everything it reads
     /// from the child, so no record, report or log line carries them.
     pub redact: Redactor,
+    /// The invocation this session belongs to (a leg of a flow), recorded
+    /// as the session's `invocation_id`.
+    pub invocation_id: Option<String>,
+    /// The session's `agent_name` (default `lionrt-run`).
+    pub agent_name: Option<String>,
 }
 
 /// A message the binary records on the session before the leg runs: a
@@ -189,7 +194,7 @@ impl RunConfig {
     /// watchdogs, no secret lookup, a 500 ms orphan grace, a cgroup where
     /// available, actor `executor:runner-<pid>` (no separate submitter),
     /// no terminal callback, no progress observer, no resume id, no
-    /// provider kwargs and no notes.
+    /// provider kwargs, no notes and no invocation.
     pub fn new(
         session_id: impl Into<String>,
         provider: ProviderChoice,
@@ -221,6 +226,8 @@ impl RunConfig {
             env: None,
             on_spawn: None,
             redact: Redactor::new(),
+            invocation_id: None,
+            agent_name: None,
         }
     }
 }
@@ -358,7 +365,13 @@ where
         kind: Some("orchestrated".into()),
         provider: Some(provider_name.into()),
         model: config.model.clone(),
-        agent_name: Some("lionrt-run".into()),
+        agent_name: Some(
+            config
+                .agent_name
+                .clone()
+                .unwrap_or_else(|| "lionrt-run".into()),
+        ),
+        invocation_id: config.invocation_id.clone(),
         cwd: Some(agent_dir.display().to_string()),
         owner: Some(current_owner(&ProcTable)),
         ..SessionStart::new(&config.session_id, RunReasons::STARTED_OK)

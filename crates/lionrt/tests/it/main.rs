@@ -6,6 +6,7 @@ mod cancel;
 mod crash;
 mod doctor;
 mod e2e_real_cli;
+mod flow;
 mod foreign;
 mod import;
 mod live;

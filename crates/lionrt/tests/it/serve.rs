@@ -1080,7 +1080,9 @@ fn chromium_shows_a_running_legs_messages_as_they_are_pushed() {
     ok(lionrt_env(&dbs, None).args(["state", "init"]));
     let served = Served::start(&db, &[], &[]);
     let script = dir.path().join("slow.json");
-    std::fs::write(&script, slow_script(2500, "pushed-later-line")).expect("script");
+    // Long enough for a loaded machine to start Chromium and open the
+    // stream before the later line is written.
+    std::fs::write(&script, slow_script(10_000, "pushed-later-line")).expect("script");
     let mut run = lionrt_env(&dbs, None)
         .args(["run", "--quiet", "--session", "watched", "--script"])
         .arg(&script)

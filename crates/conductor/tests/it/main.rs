@@ -1,0 +1,4 @@
+//! Integration tests of the conductor's decisions.
+
+mod props;
+mod schema;
