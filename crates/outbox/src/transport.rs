@@ -87,7 +87,14 @@ pub struct ExecTransport {
 /// command still running never outlives the daemon that started it.
 #[derive(Debug, Default)]
 pub struct LiveGroups {
-    groups: Mutex<HashSet<i32>>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    groups: HashSet<i32>,
+    /// Set by [`LiveGroups::kill_all`]: no send starts after it.
+    closed: bool,
 }
 
 impl LiveGroups {
@@ -96,39 +103,37 @@ impl LiveGroups {
         LiveGroups::default()
     }
 
-    fn insert(&self, pid: i32) {
-        self.lock().insert(pid);
-    }
-
     fn remove(&self, pid: i32) {
-        self.lock().remove(&pid);
+        self.lock().groups.remove(&pid);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<i32>> {
-        self.groups
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The number of sends running now.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().groups.len()
     }
 
     /// Whether no send is running.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().groups.is_empty()
     }
 
-    /// Sends SIGKILL to the group of every running send and returns how
-    /// many groups were signalled. The sends themselves then fail (their
-    /// child ended by a signal) and their rows are retried as any failed
-    /// attempt; a group registered is still unreaped, so its id cannot
-    /// have been reused.
+    /// Sends SIGKILL to the group of every running send, refuses every
+    /// send from then on, and returns how many groups were signalled. The
+    /// sends themselves then fail (their child ended by a signal) and their
+    /// rows are retried as any failed attempt. A send is spawned and
+    /// registered under the same lock, so none can slip between; a group
+    /// registered is still unreaped, so its id cannot have been reused.
     pub fn kill_all(&self) -> usize {
-        let groups = self.lock();
+        let mut inner = self.lock();
+        inner.closed = true;
         let mut signalled = 0;
-        for &pid in groups.iter() {
+        for &pid in inner.groups.iter() {
             if let Some(pid) = Pid::from_raw(pid)
                 && kill_process_group(pid, Signal::KILL).is_ok()
             {
@@ -219,18 +224,32 @@ impl Transport for ExecTransport {
         let (program, args) = argv
             .split_first()
             .ok_or_else(|| SendError("empty command template".into()))?;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| SendError(format!("cannot run {}: {e}", program.to_string_lossy())))?;
+            .process_group(0);
+        let spawn_error =
+            |e: std::io::Error| SendError(format!("cannot run {}: {e}", program.to_string_lossy()));
+        // With a registry, spawned and registered under its lock, so a
+        // shutdown's kill_all either sees this group or refuses the send.
+        let mut child = match &self.live {
+            Some(live) => {
+                let mut inner = live.lock();
+                if inner.closed {
+                    return Err(SendError("the transport is shutting down".into()));
+                }
+                let child = command.spawn().map_err(spawn_error)?;
+                inner
+                    .groups
+                    .insert(Pid::from_child(&child).as_raw_nonzero().get());
+                child
+            }
+            None => command.spawn().map_err(spawn_error)?,
+        };
         let pid = Pid::from_child(&child).as_raw_nonzero().get();
-        if let Some(live) = &self.live {
-            live.insert(pid);
-        }
         // Removed after the child is reaped below (the guard drops last).
         let _registered = Registered {
             live: self.live.as_deref(),

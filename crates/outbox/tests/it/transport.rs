@@ -280,6 +280,22 @@ fn kill_all_ends_a_running_send_and_its_group() {
         .expect_err("a killed send fails");
     assert!(err.0.contains("signal 9"), "{err:?}");
     assert!(live.is_empty(), "the ended send left the registry");
+    // After a shutdown's kill_all no send starts.
+    let late = ExecTransport {
+        default_template: Some(template(&["/bin/true"])),
+        timeout: Some(Duration::from_secs(10)),
+        live: Some(Arc::clone(&live)),
+    };
+    let refused = late
+        .send(&Delivery {
+            id: "d2",
+            payload: "p",
+            deliver_to: None,
+            template: None,
+            attempt: 1,
+        })
+        .expect_err("refused after kill_all");
+    assert!(refused.0.contains("shutting down"), "{refused:?}");
     let grandchild: i32 = std::fs::read_to_string(&pids)
         .expect("pids")
         .split_whitespace()
