@@ -118,7 +118,10 @@ fn a_clean_tree_has_no_untracked_files() {
 fn a_path_that_is_no_repository_is_an_error() {
     let dir = tempfile::tempdir().expect("dir");
     let err = list_untracked_files(dir.path()).expect_err("not a repo");
-    assert!(matches!(err, sandbox_git::Error::Git { .. }), "{err}");
+    assert!(
+        matches!(err, sandbox_git::Error::NotARepository { .. }),
+        "{err}"
+    );
 }
 
 /// Each case: ignore files to write, files to create; the listing must
