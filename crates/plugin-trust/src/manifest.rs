@@ -332,31 +332,16 @@ impl Manifest {
         hex_sha256(to_canonical_json(&value).as_bytes())
     }
 
-    /// Every bundle file the manifest declares, as declared: tool target
-    /// paths, `./` hook arguments, agents, playbooks, packs and provider
-    /// modules. These are the keys of a trust record's `targets`.
+    /// Every bundle file the manifest declares, as a bundle path: tool
+    /// target paths, `./` hook arguments (without the `./`), agents,
+    /// playbooks, packs and provider modules; the
+    /// [`declared_record_keys`](Self::declared_record_keys) read through
+    /// [`record_key_path`].
     pub fn declared_paths(&self) -> BTreeSet<String> {
-        let caps = &self.capabilities;
-        let mut paths = BTreeSet::new();
-        for tool in &caps.tools {
-            if let Ok(target) = parse_tool_target(&tool.target) {
-                paths.insert(target.path);
-            }
-        }
-        for hook in self.hooks() {
-            for arg in &hook.1.command {
-                if let Some(path) = hook_arg_path(arg) {
-                    paths.insert(path.to_owned());
-                }
-            }
-        }
-        for path in caps.agents.iter().chain(&caps.playbooks).chain(&caps.packs) {
-            paths.insert(path.clone());
-        }
-        for provider in &caps.providers {
-            paths.insert(provider.module.clone());
-        }
-        paths
+        self.declared_record_keys()
+            .iter()
+            .map(|key| record_key_path(key).to_owned())
+            .collect()
     }
 
     /// The keys a trust record gives the declared files, spelled as the

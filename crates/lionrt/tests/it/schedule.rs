@@ -1532,6 +1532,31 @@ fn a_second_daemon_reaching_the_database_by_another_path_is_refused_until_the_fi
     assert!(next.status.success(), "{next:?}");
 }
 
+/// Enqueues a notification whose command is `argv` (`{payload}` appended).
+fn enqueue_command(db: &Path, payload: &Path, argv: &[&str]) {
+    let mut args = vec!["outbox", "enqueue", payload.to_str().expect("utf-8"), "--"];
+    args.extend_from_slice(argv);
+    args.push("{payload}");
+    let out = lionrt(db, &args);
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// `lionrt daemon --outbox` ticking every 0.1 s, each send given
+/// `timeout_secs`, in its own process group.
+fn outbox_daemon(db: &Path, timeout_secs: &str) -> Daemon {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lionrt"));
+    command
+        .arg("--db")
+        .arg(db)
+        .args(["daemon", "--interval", "0.1", "--outbox"])
+        .args(["--outbox-timeout-secs", timeout_secs])
+        .env_remove("LIONRT_DB")
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    Daemon(Some(command.spawn().expect("start lionrt daemon")))
+}
+
 /// `lionrt daemon --outbox` with a notification whose command never ends:
 /// the send times out (`--outbox-timeout-secs`), the command's process is
 /// killed, the row after it is delivered, and SIGTERM then ends the daemon.
@@ -1542,49 +1567,13 @@ fn a_hanging_notification_times_out_and_the_daemon_delivers_the_others() {
     let pidfile = dir.path().join("hung.pid");
     let target = dir.path().join("delivered");
     assert!(lionrt(&db, &["state", "init"]).status.success());
-    let hung = lionrt(
+    enqueue_command(
         &db,
-        &[
-            "outbox",
-            "enqueue",
-            pidfile.to_str().expect("utf-8"),
-            "--",
-            "/bin/sh",
-            "-c",
-            "echo $$ > \"$0\"; exec sleep 1000",
-            "{payload}",
-        ],
+        &pidfile,
+        &["/bin/sh", "-c", "echo $$ > \"$0\"; exec sleep 1000"],
     );
-    assert!(hung.status.success(), "{hung:?}");
-    let quick = lionrt(
-        &db,
-        &[
-            "outbox",
-            "enqueue",
-            target.to_str().expect("utf-8"),
-            "--",
-            "/usr/bin/touch",
-            "{payload}",
-        ],
-    );
-    assert!(quick.status.success(), "{quick:?}");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_lionrt"));
-    command
-        .arg("--db")
-        .arg(&db)
-        .args([
-            "daemon",
-            "--interval",
-            "0.1",
-            "--outbox",
-            "--outbox-timeout-secs",
-            "1",
-        ])
-        .env_remove("LIONRT_DB")
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let d = Daemon(Some(command.spawn().expect("start lionrt daemon")));
+    enqueue_command(&db, &target, &["/usr/bin/touch"]);
+    let d = outbox_daemon(&db, "1");
     assert!(
         wait_until(Duration::from_secs(60), || target.exists()),
         "the row after the hanging one is delivered"
@@ -1613,38 +1602,13 @@ fn sigterm_ends_the_daemon_and_the_notification_it_is_sending() {
     let db = dir.path().join("state.db");
     let pidfile = dir.path().join("hung.pid");
     assert!(lionrt(&db, &["state", "init"]).status.success());
-    let hung = lionrt(
+    // A grandchild in the group too: the whole group must end.
+    enqueue_command(
         &db,
-        &[
-            "outbox",
-            "enqueue",
-            pidfile.to_str().expect("utf-8"),
-            "--",
-            "/bin/sh",
-            "-c",
-            // A grandchild in the group too: the whole group must end.
-            "sleep 1000 & echo $$ $! > \"$0\"; wait",
-            "{payload}",
-        ],
+        &pidfile,
+        &["/bin/sh", "-c", "sleep 1000 & echo $$ $! > \"$0\"; wait"],
     );
-    assert!(hung.status.success(), "{hung:?}");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_lionrt"));
-    command
-        .arg("--db")
-        .arg(&db)
-        .args([
-            "daemon",
-            "--interval",
-            "0.1",
-            "--outbox",
-            "--outbox-timeout-secs",
-            "250",
-        ])
-        .env_remove("LIONRT_DB")
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut daemon = Daemon(Some(command.spawn().expect("start lionrt daemon")));
+    let mut daemon = outbox_daemon(&db, "250");
     let pids = || {
         std::fs::read_to_string(&pidfile)
             .ok()
